@@ -1,0 +1,15 @@
+"""`cta perturb` (placeholder until implemented)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("perturb", help="(not yet implemented)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    raise SystemExit("cta perturb: not implemented yet")

@@ -1,0 +1,15 @@
+"""`cta serve` (placeholder until implemented)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help="(not yet implemented)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    raise SystemExit("cta serve: not implemented yet")

@@ -1,0 +1,88 @@
+"""What the pipeline hands back: candidates, judged decisions and perturbed tables."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from cta.table import ColumnType, Table
+
+Source = Literal["retriever", "dictionary"]
+Kind = Literal["rpl", "add"]
+Verdict = Literal["RPL", "ADD", "NONE"]
+
+
+class Candidate(BaseModel):
+    """A proposed column name for one target column, before the judge."""
+
+    name: str
+    type: ColumnType = ColumnType.TEXT
+    score: float = Field(description="Reranker cosine (retriever) or sampling order (dictionary)")
+    source: Source
+    provenance: str = Field(default="", description="Corpus table id(s) or dictionary words")
+
+
+class ColumnCandidates(BaseModel):
+    """The candidate pool of one target column."""
+
+    column: str
+    retrieved: list[Candidate] = Field(default_factory=list)
+    dictionary: list[Candidate] = Field(default_factory=list)
+
+
+class CandidateReport(BaseModel):
+    """Output of ``cta candidates``: the pools of every target column."""
+
+    table_id: str | None
+    primary_entity: str | None
+    retrieved_tables: list[str] = Field(default_factory=list)
+    columns: list[ColumnCandidates]
+
+
+class Decision(BaseModel):
+    """A judged candidate: bidirectional entailment and where it came from."""
+
+    name: str
+    type: ColumnType = ColumnType.TEXT
+    e1: float
+    e2: float
+    source: Source
+    provenance: str = ""
+
+
+class ColumnPerturbations(BaseModel):
+    """Accepted RPL and ADD names for one target column, best first."""
+
+    column: str
+    replace: list[Decision] = Field(default_factory=list)
+    add: list[Decision] = Field(default_factory=list)
+
+
+class PerturbedTable(BaseModel):
+    """One sampled perturbation of a table (ADVETA protocol: every target perturbed once)."""
+
+    kind: Kind
+    seed: int
+    mapping: dict[str, str] = Field(
+        default_factory=dict, description="RPL: old name → new name; ADD: target → added name"
+    )
+    table: Table
+
+
+class PerturbationResult(BaseModel):
+    """Everything CTA proposes for one table."""
+
+    table_id: str | None
+    primary_entity: str
+    entity_source: Literal["given", "table-name", "predicted"]
+    columns: list[ColumnPerturbations]
+    samples: list[PerturbedTable] = Field(default_factory=list)
+
+
+class JudgeScore(BaseModel):
+    """Scores of one (target, candidate) pair, and its single-pair verdict."""
+
+    e1: float
+    e2: float
+    verdict: Verdict

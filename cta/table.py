@@ -1,0 +1,158 @@
+"""The table model every stage speaks: a named table of typed columns, rows and context.
+
+A :class:`Table` is validated on construction; invalid input raises
+:class:`InvalidTableError` with a machine-readable ``problem`` and a message naming it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ColumnType(StrEnum):
+    """Column types as in the paper's template ``{TPE} {column} ({type})``."""
+
+    TEXT = "text"
+    NUMBER = "number"
+    TIME = "time"
+    BOOLEAN = "boolean"
+    OTHERS = "others"
+
+
+class InvalidTableError(ValueError):
+    """A table that cannot be used; ``problem`` is a short code, the message names it."""
+
+    def __init__(self, problem: str, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.problem}: {self.message}"
+
+
+class Column(BaseModel):
+    """One column: its display name and type; ``original_name`` keeps a schema identifier."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: ColumnType = ColumnType.TEXT
+    original_name: str | None = Field(
+        default=None, description="Identifier in the source schema (e.g. Spider `breed_code`)"
+    )
+
+
+class ForeignKey(BaseModel):
+    """``column`` of this table references ``ref_table.ref_column``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    column: str
+    ref_table: str
+    ref_column: str
+
+
+class Table(BaseModel):
+    """A table with its context: caption, primary entity, questions and gold SQL."""
+
+    id: str | None = None
+    name: str | None = Field(default=None, description="Table name or caption")
+    caption: str | None = None
+    columns: list[Column]
+    rows: list[list[Any]] = Field(default_factory=list)
+    primary_entity: str | None = None
+    target_columns: list[str] | None = Field(
+        default=None, description="Columns to perturb (default: all)"
+    )
+    questions: list[str] = Field(default_factory=list)
+    sql: list[str] = Field(default_factory=list, description="Gold SQL, aligned with questions")
+    primary_key: list[str] = Field(default_factory=list)
+    foreign_keys: list[ForeignKey] = Field(default_factory=list)
+    source: str | None = Field(default=None, description="Where the table came from")
+
+    @model_validator(mode="after")
+    def _check(self) -> Table:
+        check_table(self)
+        return self
+
+    # -- convenience -------------------------------------------------------------------
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def title(self) -> str:
+        """Best human-readable title: name, then caption, then empty."""
+        return self.name or self.caption or ""
+
+    def column(self, name: str) -> Column:
+        """Look a column up by name (case-insensitive, as SQLite resolves names)."""
+        key = name.casefold()
+        for col in self.columns:
+            if col.name.casefold() == key or (col.original_name or "").casefold() == key:
+                return col
+        raise InvalidTableError("unknown_column", f"table has no column named {name!r}")
+
+    def targets(self) -> list[Column]:
+        """The columns to perturb: ``target_columns`` if given, else every column."""
+        if self.target_columns is None:
+            return list(self.columns)
+        return [self.column(n) for n in self.target_columns]
+
+    def column_values(self, index: int) -> list[Any]:
+        return [row[index] for row in self.rows]
+
+    @classmethod
+    def parse(cls, data: Any) -> Table:
+        """Validate arbitrary JSON-like data, turning pydantic errors into :class:`InvalidTableError`."""
+        if isinstance(data, Table):
+            return data
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            for err in exc.errors():
+                ctx = err.get("ctx") or {}
+                inner = ctx.get("error")
+                if isinstance(inner, InvalidTableError):
+                    raise inner from None
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "table"
+            raise InvalidTableError("malformed_table", f"{where}: {first['msg']}") from None
+
+
+def check_table(table: Table) -> None:
+    """Raise :class:`InvalidTableError` for no columns, empty/duplicate names, ragged rows."""
+    if not table.columns:
+        raise InvalidTableError("no_columns", "table has no columns")
+    seen: dict[str, int] = {}
+    for i, col in enumerate(table.columns):
+        if not col.name or not col.name.strip():
+            raise InvalidTableError("empty_column_name", f"column {i} has an empty name")
+        key = col.name.strip().casefold()
+        if key in seen:
+            raise InvalidTableError(
+                "duplicate_column_name",
+                f"column name {col.name!r} appears twice (columns {seen[key]} and {i})",
+            )
+        seen[key] = i
+    width = len(table.columns)
+    for r, row in enumerate(table.rows):
+        if len(row) != width:
+            raise InvalidTableError(
+                "ragged_rows", f"row {r} has {len(row)} cells but the table has {width} columns"
+            )
+    if table.target_columns is not None:
+        for name in table.target_columns:
+            if name.strip().casefold() not in seen:
+                raise InvalidTableError(
+                    "unknown_column", f"target column {name!r} is not a column of the table"
+                )
+    if table.sql and table.questions and len(table.sql) != len(table.questions):
+        raise InvalidTableError(
+            "misaligned_sql",
+            f"{len(table.questions)} questions but {len(table.sql)} SQL queries",
+        )
