@@ -1,0 +1,344 @@
+"""The CTA pipeline: context → retrieve → rerank → dictionary → judge → decide → apply.
+
+:class:`Pipeline` is the one public surface the CLI, the HTTP service and the batch jobs use.
+It owns no model code itself: each stage is a component picked by name in
+:class:`~cta.settings.Settings` and reached through the contracts of :mod:`cta.components`.
+Judge work is batched across all columns of all tables of a call, so the pipeline spends its
+time in model forward passes rather than in Python.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from cta import registry
+from cta.components import DictionaryReplacer, EntailmentModel, Reranker, Retriever
+from cta.judge.decide import is_add_against, is_rpl, passes_add, verdict
+from cta.results import (
+    Candidate,
+    CandidateReport,
+    ColumnCandidates,
+    ColumnPerturbations,
+    Decision,
+    JudgeScore,
+    PerturbationResult,
+)
+from cta.settings import Settings, get_settings
+from cta.table import Column, Table
+
+if TYPE_CHECKING:
+    from cta.judge import BidirectionalJudge, JudgePair
+
+log = logging.getLogger(__name__)
+
+
+class PerturbOptions(BaseModel):
+    """Per-request knobs; ``None`` means "use the settings"."""
+
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    max_candidates: int | None = Field(
+        default=None, ge=1, le=100, description="Keep at most this many RPL and ADD per column"
+    )
+    rpl_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    add_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    samples: int = Field(
+        default=0, ge=0, le=20, description="Perturbed tables to draw of each kind (ADVETA)"
+    )
+
+
+def normalise_name(name: str) -> str:
+    """Comparison key for column names: case, underscores, hyphens and spacing ignored."""
+    name = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return " ".join(re.split(r"[\s_\-]+", name.casefold())).strip()
+
+
+@dataclass
+class _TablePlan:
+    """Everything judged for one table: its entity, its pools and its judge pairs."""
+
+    table: Table
+    entity: str
+    entity_source: str
+    report: CandidateReport
+    # per target column: RPL candidates (retrieved ∪ dictionary, deduplicated) and ADD ones
+    rpl: dict[str, list[Candidate]] = field(default_factory=dict)
+    add: dict[str, list[Candidate]] = field(default_factory=dict)
+
+
+@dataclass
+class Pipeline:
+    """CTA over one set of components (build with :meth:`from_settings`)."""
+
+    settings: Settings
+    retriever: Retriever | None
+    reranker: Reranker
+    dictionary: DictionaryReplacer | None
+    judge_model: BidirectionalJudge
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> Pipeline:
+        """Load every component named in ``settings`` (index, vectors, lexicon, judge)."""
+        from retriever.dense import retriever_from_settings
+
+        settings = settings or get_settings()
+        return cls(
+            settings=settings,
+            retriever=retriever_from_settings(settings),
+            reranker=registry.create("vectors", settings.vectors, settings),
+            dictionary=registry.create("lexicon", settings.lexicon, settings),
+            judge_model=registry.create("judge", settings.judge, settings),
+        )
+
+    @property
+    def entailment_model(self) -> EntailmentModel:
+        return self.judge_model.model
+
+    # -- stage 0: context ------------------------------------------------------------------
+    def primary_entity(self, table: Table) -> tuple[str, str]:
+        """The table's primary entity and where it came from (given / table-name / predicted)."""
+        from cta.context import primary_entity
+
+        entity, source = primary_entity(
+            table, self.entailment_model, use_name=self.settings.entity_from_name
+        )
+        return entity, source
+
+    # -- stages 1–3: candidates --------------------------------------------------------------
+    def candidates(self, table: Table, seed: int = 0) -> CandidateReport:
+        """Retriever/reranker and dictionary candidates for every target column."""
+        entity, _ = self.primary_entity(table)
+        return self._candidates(table, entity, seed)
+
+    def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
+        from retriever.dense import candidate_pool
+
+        targets = table.targets()
+        retrieved_ids: list[str] = []
+        retrieved_by_target: list[list[Candidate]] = [[] for _ in targets]
+        if self.retriever is not None:
+            retrieved = self.retriever.retrieve(table, self.settings.retrieve_top_k)
+            retrieved_ids = [r.table_id for r in retrieved]
+            pool = candidate_pool(table, retrieved)
+            if pool:
+                names = [col.name for col, _ in pool]
+                by_name = {col.name: (col, ids) for col, ids in pool}
+                ranked = self._rank_many([t.name for t in targets], names)
+                for i, ranking in enumerate(ranked):
+                    for name, score in ranking:
+                        col, ids = by_name[name]
+                        retrieved_by_target[i].append(
+                            Candidate(
+                                name=col.name,
+                                type=col.type,
+                                score=round(float(score), 6),
+                                source="retriever",
+                                provenance=",".join(ids[:3]),
+                            )
+                        )
+        columns = []
+        for i, target in enumerate(targets):
+            dictionary = (
+                self.dictionary.candidates(target.name, seed) if self.dictionary is not None else []
+            )
+            columns.append(
+                ColumnCandidates(
+                    column=target.name,
+                    retrieved=retrieved_by_target[i],
+                    dictionary=[c.model_copy(update={"type": target.type}) for c in dictionary],
+                )
+            )
+        return CandidateReport(
+            table_id=table.id,
+            primary_entity=entity,
+            retrieved_tables=retrieved_ids,
+            columns=columns,
+        )
+
+    def _rank_many(self, targets: list[str], names: list[str]) -> list[list[tuple[str, float]]]:
+        k = self.settings.rerank_top_k
+        rank_many = getattr(self.reranker, "rank_many", None)
+        if rank_many is not None:
+            result: list[list[tuple[str, float]]] = rank_many(targets, names, k)
+            return result
+        return [self.reranker.rank(t, names, k) for t in targets]
+
+    # -- stages 4–5: judge and decide ---------------------------------------------------------
+    def perturb(self, table: Table, options: PerturbOptions | None = None) -> PerturbationResult:
+        """Judged RPL and ADD names for every target column of one table."""
+        return self.perturb_many([table], options)[0]
+
+    def perturb_many(
+        self, tables: Sequence[Table], options: PerturbOptions | None = None
+    ) -> list[PerturbationResult]:
+        """:meth:`perturb` for many tables, with the judge's work batched across all of them."""
+        from cta.judge import JudgePair
+
+        options = options or PerturbOptions()
+        rpl_thr = _pick(options.rpl_threshold, self.settings.rpl_threshold)
+        add_thr = _pick(options.add_threshold, self.settings.add_threshold)
+        plans = [self._plan(table, options.seed) for table in tables]
+
+        # Pass 1: every candidate against its own target column (serves RPL and the first
+        # ADD check), one batched call over all tables.
+        first: list[JudgePair] = []
+        for plan in plans:
+            for target in plan.table.targets():
+                for cand in _union(plan.rpl[target.name], plan.add[target.name]):
+                    first.append(_pair(plan.entity, target, cand))
+        first_scores = dict(zip(_keys(first), self.judge_model.score(first), strict=True))
+
+        # Pass 2: ADD survivors against every *other* column of their table.
+        second: list[JudgePair] = []
+        for plan in plans:
+            for target in plan.table.targets():
+                for cand in plan.add[target.name]:
+                    e1, e2 = first_scores[_key(_pair(plan.entity, target, cand))]
+                    if not is_add_against(e1, e2, add_thr):
+                        continue
+                    for other in plan.table.columns:
+                        if other.name != target.name:
+                            second.append(_pair(plan.entity, other, cand))
+        second_scores = dict(zip(_keys(second), self.judge_model.score(second), strict=True))
+
+        results = []
+        for plan in plans:
+            results.append(
+                self._decide(plan, options, rpl_thr, add_thr, first_scores, second_scores)
+            )
+        return results
+
+    def _plan(self, table: Table, seed: int) -> _TablePlan:
+        entity, source = self.primary_entity(table)
+        report = self._candidates(table, entity, seed)
+        plan = _TablePlan(table=table, entity=entity, entity_source=source, report=report)
+        own = {normalise_name(c.name) for c in table.columns}
+        for col in report.columns:
+            rpl = [c for c in _union(col.retrieved, col.dictionary) if normalise_name(c.name) not in own]
+            plan.rpl[col.column] = rpl
+            plan.add[col.column] = [c for c in col.retrieved if normalise_name(c.name) not in own]
+        return plan
+
+    def _decide(
+        self,
+        plan: _TablePlan,
+        options: PerturbOptions,
+        rpl_thr: float,
+        add_thr: float,
+        first: dict[tuple[str, str, str, str, str], tuple[float, float]],
+        second: dict[tuple[str, str, str, str, str], tuple[float, float]],
+    ) -> PerturbationResult:
+        columns = []
+        limit = options.max_candidates
+        for target in plan.table.targets():
+            replace: list[Decision] = []
+            for cand in plan.rpl[target.name]:
+                e1, e2 = first[_key(_pair(plan.entity, target, cand))]
+                if is_rpl(e1, e2, rpl_thr):
+                    replace.append(_decision(cand, e1, e2))
+            add: list[Decision] = []
+            for cand in plan.add[target.name]:
+                e1, e2 = first[_key(_pair(plan.entity, target, cand))]
+                against = [(e1, e2)] + [
+                    second[_key(_pair(plan.entity, other, cand))]
+                    for other in plan.table.columns
+                    if other.name != target.name and is_add_against(e1, e2, add_thr)
+                ]
+                if passes_add(against, add_thr):
+                    add.append(_decision(cand, e1, e2))
+            # RPL: most mutually entailed first; ADD: keep the reranker's association order.
+            replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
+            columns.append(
+                ColumnPerturbations(
+                    column=target.name,
+                    replace=replace[:limit] if limit else replace,
+                    add=add[:limit] if limit else add,
+                )
+            )
+        result = PerturbationResult(
+            table_id=plan.table.id,
+            primary_entity=plan.entity,
+            entity_source=plan.entity_source,  # type: ignore[arg-type]
+            columns=columns,
+        )
+        if options.samples:
+            from cta.apply.sample import sample_perturbations
+
+            result.samples = [
+                *sample_perturbations(plan.table, result, "rpl", options.samples, options.seed),
+                *sample_perturbations(plan.table, result, "add", options.samples, options.seed),
+            ]
+        return result
+
+    # -- the judge on its own ---------------------------------------------------------------
+    def judge(
+        self,
+        pairs: Sequence[JudgePair],
+        rpl_threshold: float | None = None,
+        add_threshold: float | None = None,
+    ) -> list[JudgeScore]:
+        """Score pairs both ways; the verdict applies both thresholds to each single pair."""
+        rpl_thr = _pick(rpl_threshold, self.settings.rpl_threshold)
+        add_thr = _pick(add_threshold, self.settings.add_threshold)
+        return [
+            JudgeScore(e1=e1, e2=e2, verdict=verdict(e1, e2, rpl_thr, add_thr))
+            for e1, e2 in self.judge_model.score(pairs)
+        ]
+
+
+def _pick(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _union(first: Sequence[Candidate], second: Sequence[Candidate]) -> list[Candidate]:
+    """Candidates of both lists, first occurrence of each normalised name wins."""
+    seen: set[str] = set()
+    out = []
+    for cand in [*first, *second]:
+        key = normalise_name(cand.name)
+        if key not in seen:
+            seen.add(key)
+            out.append(cand)
+    return out
+
+
+def _pair(entity: str | None, target: Column, cand: Candidate) -> JudgePair:
+    from cta.judge import JudgePair
+
+    return JudgePair.model_validate(
+        {
+            "entity": entity,
+            "target": {"name": target.name, "type": target.type},
+            "candidate": {"name": cand.name, "type": cand.type},
+        }
+    )
+
+
+def _key(pair: JudgePair) -> tuple[str, str, str, str, str]:
+    return (
+        pair.entity or "",
+        pair.target.name,
+        str(pair.target.type),
+        pair.candidate.name,
+        str(pair.candidate.type),
+    )
+
+
+def _keys(pairs: Sequence[JudgePair]) -> list[tuple[str, str, str, str, str]]:
+    return [_key(p) for p in pairs]
+
+
+def _decision(cand: Candidate, e1: float, e2: float) -> Decision:
+    return Decision(
+        name=cand.name,
+        type=cand.type,
+        e1=round(float(e1), 6),
+        e2=round(float(e2), 6),
+        source=cand.source,
+        provenance=cand.provenance,
+    )
