@@ -64,8 +64,13 @@ class PerturbedTable(BaseModel):
 
     kind: Kind
     seed: int
+    sample: int = Field(default=0, description="Index among the samples drawn with this seed")
     mapping: dict[str, str] = Field(
         default_factory=dict, description="RPL: old name → new name; ADD: target → added name"
+    )
+    unperturbed: dict[str, str] = Field(
+        default_factory=dict,
+        description="Target columns left as they were → why (no_candidates, name_collision)",
     )
     table: Table
 

@@ -88,6 +88,16 @@ class Settings(BaseSettings):
     max_string_length: int = 512
     max_tables_per_job: int = 20_000
     inprocess_workers: int = 1
+    job_claim_batch: int = Field(default=8, ge=1, description="Tables a worker claims at once")
+    job_lease_seconds: float = Field(
+        default=300.0, gt=0, description="A claimed table returns to the queue after this"
+    )
+    job_max_attempts: int = Field(default=3, ge=1, description="Claims before a table fails")
+    job_poll_seconds: float = Field(default=0.5, gt=0, description="Idle worker poll interval")
+    service_url: str | None = Field(
+        default=None, description="Service the `cta jobs` client calls (default: host:port)"
+    )
+    api_key: str | None = Field(default=None, description="Bearer key the `cta jobs` client sends")
 
     # -- derived paths (one place) --------------------------------------------------------
     def resolved_index_dir(self) -> Path:

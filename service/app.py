@@ -1,0 +1,85 @@
+"""The FastAPI application: :func:`create_app` wires settings, pipeline, batcher, store, workers.
+
+Lifespan: the jobs store is migrated, the pipeline starts loading in a background thread
+(``/healthz`` answers at once; ``/readyz`` turns 200 once models and index are loaded), the
+batcher's consumer starts, and ``inprocess_workers`` job workers start (they wait for the
+pipeline). Shutdown stops them in reverse order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from cta.pipeline import Pipeline
+from cta.settings import Settings, get_settings
+from service.batching import Batcher
+from service.errors import install_error_handlers
+from service.host import PipelineHost
+from service.jobs.store import JobStore
+from service.jobs.worker import start_workers
+from service.limits import BodySizeLimit
+from service.routes import engine, health, jobs
+
+API_VERSION = "1.0.0"
+
+DESCRIPTION = (
+    "Adversarial table perturbation (CTA, from the ADVETA paper): natural column renames "
+    "(RPL) and associated new columns (ADD), judged by bidirectional entailment. "
+    "When the server has API keys (`CTA_API_KEYS`), every route but `/healthz` and `/readyz` "
+    "needs `Authorization: Bearer <key>`, and a job is visible only to its key. "
+    "Every error answers a `Problem` (`problem` code + `message`)."
+)
+
+
+def create_app(
+    settings: Settings | None = None,
+    pipeline_factory: Callable[[Settings], Pipeline] = Pipeline.from_settings,
+    inprocess_workers: int | None = None,
+) -> FastAPI:
+    """The service over ``settings``; ``pipeline_factory`` builds the engine (injectable)."""
+    settings = settings or get_settings()
+    n_workers = settings.inprocess_workers if inprocess_workers is None else inprocess_workers
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = await asyncio.to_thread(JobStore.from_settings, settings)
+        host = PipelineHost(settings, pipeline_factory)
+        batcher = Batcher(
+            host,
+            queue_size=settings.queue_size,
+            max_batch_pairs=settings.max_batch_pairs,
+            batch_wait_ms=settings.batch_wait_ms,
+            pairs_per_column=2 * settings.rerank_top_k,
+        )
+        app.state.store, app.state.host, app.state.batcher = store, host, batcher
+        host.start_loading()
+        await batcher.start()
+        stop = threading.Event()
+        threads = start_workers(store, host, settings, n_workers, stop)
+        try:
+            yield
+        finally:
+            stop.set()
+            for thread in threads:
+                await asyncio.to_thread(thread.join)
+            await batcher.stop()
+            store.close()
+
+    app = FastAPI(
+        title="CTA perturbation service",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.include_router(health.router)
+    app.include_router(engine.router)
+    app.include_router(jobs.router)
+    return app

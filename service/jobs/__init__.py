@@ -1,0 +1,1 @@
+"""Batch jobs: the store (SQLAlchemy, Alembic), submission into items, and the worker."""

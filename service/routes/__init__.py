@@ -1,0 +1,21 @@
+"""HTTP routes, thin over the engine host, the batcher and the jobs store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service.schemas import Problem
+
+_DESCRIPTIONS = {
+    401: "Missing or unknown API key",
+    404: "No such job (or it belongs to another key)",
+    413: "Request body over max_body_bytes",
+    422: "Invalid request or table; `problem` names the rule or limit",
+    429: "Request queue full; retry after Retry-After seconds",
+    503: "Pipeline not loaded yet (or failed to load); retry after Retry-After seconds",
+}
+
+
+def problems(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the given error codes, all answering a Problem."""
+    return {code: {"model": Problem, "description": _DESCRIPTIONS[code]} for code in codes}

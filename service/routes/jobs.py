@@ -1,0 +1,96 @@
+"""Batch jobs: submit (202 + Location), poll, page through results, cancel.
+
+The store is synchronous (SQLAlchemy); these routes are plain ``def`` so FastAPI runs them
+in its thread pool, off the event loop.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
+
+from service.auth import caller
+from service.errors import ServiceProblem
+from service.jobs.store import JobStore
+from service.jobs.submit import job_items
+from service.routes import problems
+from service.schemas import JobCreate, JobList, JobResultsPage, JobStatus
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+Caller = Annotated[str | None, Depends(caller)]
+
+
+def _store(request: Request) -> JobStore:
+    store: JobStore = request.app.state.store
+    return store
+
+
+def _not_found(job_id: str) -> ServiceProblem:
+    return ServiceProblem(404, "not_found", f"no job {job_id!r}")
+
+
+@router.post(
+    "",
+    status_code=202,
+    summary="Submit a batch job (tables or a Spider tables.json payload)",
+    responses=problems(401, 413, 422),
+)
+def submit_job(
+    request: Request,
+    response: Response,
+    owner: Caller,
+    body: Annotated[JobCreate, Body()],
+) -> JobStatus:
+    """Accept a job; poll ``Location`` for its status. Invalid tables become failed items."""
+    items = job_items(body, request.app.state.settings)
+    status = _store(request).create_job(body.kind, owner, body.options, items)
+    response.headers["Location"] = f"/v1/jobs/{status.id}"
+    return status
+
+
+@router.get("", summary="The caller's jobs, newest first", responses=problems(401, 422))
+def list_jobs(
+    request: Request,
+    owner: Caller,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobList:
+    return JobList(jobs=_store(request).list_jobs(owner, limit))
+
+
+@router.get("/{job_id}", summary="Status, counts and timestamps", responses=problems(401, 404))
+def get_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
+    status = _store(request).get_job(job_id, owner)
+    if status is None:
+        raise _not_found(job_id)
+    return status
+
+
+@router.get(
+    "/{job_id}/results",
+    summary="One item per table, in table order, paginated",
+    responses=problems(401, 404, 422),
+)
+def job_results(
+    request: Request,
+    owner: Caller,
+    job_id: str,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> JobResultsPage:
+    """Each item has its result, or its error (``problem`` + ``message``), or is still
+    pending/running; failed tables are listed, never dropped. Follow ``next_offset``."""
+    page = _store(request).results(job_id, owner, offset, limit)
+    if page is None:
+        raise _not_found(job_id)
+    return page
+
+
+@router.delete("/{job_id}", summary="Cancel a job's remaining tables", responses=problems(401, 404))
+def cancel_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
+    """Pending and running tables become ``cancelled``; finished ones keep their results."""
+    status = _store(request).cancel(job_id, owner)
+    if status is None:
+        raise _not_found(job_id)
+    return status

@@ -1,0 +1,183 @@
+"""Request and response models of the HTTP API — the public contract mirrored by ``openapi.yaml``.
+
+The server validates with these models and the client SDK (:mod:`service.client`) parses
+with the same ones, so both sides share one definition. Tables, perturbation results and
+judge scores are the engine's own models (:mod:`cta.table`, :mod:`cta.results`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from cta.judge.nli import JudgePair
+from cta.pipeline import PerturbOptions
+from cta.results import JudgeScore, PerturbationResult
+from cta.table import Table
+
+__all__ = [
+    "ItemError",
+    "ItemStatus",
+    "JobCreate",
+    "JobItem",
+    "JobKind",
+    "JobList",
+    "JobResultsPage",
+    "JobState",
+    "JobStatus",
+    "JudgePair",
+    "JudgeRequest",
+    "JudgeResponse",
+    "JudgeScore",
+    "PerturbOptions",
+    "PerturbRequest",
+    "PerturbationResult",
+    "Problem",
+    "Readiness",
+    "SpiderJobCreate",
+    "Table",
+    "TablesJobCreate",
+]
+
+JobKind = Literal["tables", "spider"]
+JobState = Literal["queued", "running", "done", "cancelled"]
+ItemStatus = Literal["pending", "running", "done", "failed", "cancelled"]
+
+
+class Problem(BaseModel):
+    """Every error response: a short machine-readable code and a message naming the problem."""
+
+    problem: str = Field(description="Short code, e.g. `unknown_column`, `max_rows`, `not_found`")
+    message: str
+    errors: list[dict[str, Any]] | None = Field(
+        default=None, description="Field-level validation errors, when there are several"
+    )
+
+
+class Readiness(BaseModel):
+    """``GET /readyz``: whether models and index are loaded."""
+
+    ready: bool
+    detail: str = ""
+
+
+class PerturbRequest(BaseModel):
+    """``POST /v1/perturb``: one table and the per-request options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    table: Table
+    options: PerturbOptions = Field(default_factory=PerturbOptions)
+
+
+class JudgeRequest(BaseModel):
+    """``POST /v1/judge``: pairs as in ``cta judge``, optional threshold overrides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pairs: list[JudgePair] = Field(min_length=1)
+    rpl_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    add_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class JudgeResponse(BaseModel):
+    """One score per pair, in request order."""
+
+    scores: list[JudgeScore]
+
+
+class TablesJobCreate(BaseModel):
+    """A batch job over tables in the engine's JSON form, each validated on its own.
+
+    An invalid table does not reject the job: it becomes a failed item with its error.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["tables"] = "tables"
+    tables: list[dict[str, Any]] = Field(min_length=1, description="Table objects (see Table)")
+    options: PerturbOptions = Field(default_factory=PerturbOptions)
+
+
+class SpiderJobCreate(BaseModel):
+    """A batch job over a Spider ``tables.json`` payload: one item per table of each database.
+
+    A malformed database entry becomes one failed item naming it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["spider"]
+    spider: list[dict[str, Any]] = Field(min_length=1, description="Spider tables.json entries")
+    options: PerturbOptions = Field(default_factory=PerturbOptions)
+
+
+def _job_kind(value: Any) -> str:
+    kind = value.get("kind", "tables") if isinstance(value, dict) else getattr(value, "kind", "")
+    return kind if isinstance(kind, str) else ""
+
+
+# ``kind`` picks the model and defaults to "tables", so ``{"tables": [...]}`` is enough.
+JobCreate = Annotated[
+    Annotated[TablesJobCreate, Tag("tables")] | Annotated[SpiderJobCreate, Tag("spider")],
+    Discriminator(_job_kind),
+]
+
+
+class JobStatus(BaseModel):
+    """A job's state, counts and timestamps (UTC)."""
+
+    id: str
+    kind: JobKind
+    state: JobState
+    total: int
+    pending: int
+    running: int
+    done: int
+    failed: int
+    cancelled: int
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def finished(self) -> bool:
+        """No table is left to run (done, or cancelled)."""
+        return self.state in ("done", "cancelled")
+
+
+class JobList(BaseModel):
+    """``GET /v1/jobs``: the caller's jobs, newest first."""
+
+    jobs: list[JobStatus]
+
+
+class ItemError(BaseModel):
+    """Why one table of a job failed."""
+
+    problem: str
+    message: str
+
+
+class JobItem(BaseModel):
+    """One table of a job: its result, or its error, or that it has not run yet."""
+
+    index: int = Field(description="Position of the table in the job (0-based)")
+    status: ItemStatus
+    table_id: str | None = None
+    attempts: int = 0
+    result: PerturbationResult | None = None
+    error: ItemError | None = None
+
+
+class JobResultsPage(BaseModel):
+    """``GET /v1/jobs/{id}/results``: items ``offset … offset+limit-1`` in table order."""
+
+    job_id: str
+    offset: int
+    limit: int
+    total: int
+    next_offset: int | None = Field(description="Offset of the next page; null on the last")
+    items: list[JobItem]

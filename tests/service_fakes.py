@@ -1,0 +1,168 @@
+"""A stand-in pipeline for service tests: the Pipeline's surface, real result models, no models.
+
+Routing, validation, batching, jobs, crash/resume, auth and the SDK are tested against it;
+end-to-end tests use the real pipeline over the ``tiny_home`` fixture. Deterministic: every
+target column gets one RPL name (``"<column> alias"``) and one ADD name (``"<column> note"``).
+``make_pipeline`` is the ``--pipeline service_fakes:make_pipeline`` hook for subprocesses;
+env ``CTA_FAKE_DELAY`` (seconds per table) slows it down and ``CTA_FAKE_LOG`` (a path)
+appends one line per table it processes, so a test can see re-runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from fastapi.testclient import TestClient
+
+from cta.apply.sample import sample_perturbations
+from cta.judge.nli import JudgePair
+from cta.pipeline import PerturbOptions
+from cta.results import (
+    ColumnPerturbations,
+    Decision,
+    JudgeScore,
+    PerturbationResult,
+)
+from cta.settings import Settings
+from cta.table import InvalidTableError, Table
+
+#: a column with this name makes the stand-in raise, like an engine fault on one table
+POISON_COLUMN = "poison"
+
+
+class FakePipeline:
+    """Same methods as :class:`cta.pipeline.Pipeline`; records its calls."""
+
+    def __init__(self, settings: Settings, delay: float = 0.0, log_path: str | None = None):
+        self.settings = settings
+        self.delay = delay
+        self.log_path = log_path
+        self.calls: list[tuple[str, int]] = []  # (method, batch size)
+        self.gate: threading.Event | None = None  # when set by a test, calls wait for it
+        self._lock = threading.Lock()
+
+    def perturb(self, table: Table, options: PerturbOptions | None = None) -> PerturbationResult:
+        return self.perturb_many([table], options)[0]
+
+    def perturb_many(
+        self, tables: Sequence[Table], options: PerturbOptions | None = None
+    ) -> list[PerturbationResult]:
+        options = options or PerturbOptions()
+        with self._lock:
+            self.calls.append(("perturb_many", len(tables)))
+        if self.gate is not None:
+            self.gate.wait(10)
+        results = []
+        for table in tables:
+            if any(c.name == POISON_COLUMN for c in table.columns):
+                raise RuntimeError("stand-in engine fault on a poison table")
+            if self.delay:
+                time.sleep(self.delay)
+            results.append(self._perturb(table, options))
+            if self.log_path:
+                with open(self.log_path, "a", encoding="utf-8") as fh:
+                    fh.write(f"{os.getpid()} {table.id}\n")
+        return results
+
+    def _perturb(self, table: Table, options: PerturbOptions) -> PerturbationResult:
+        entity = table.primary_entity or table.name or "row"
+        source = "given" if table.primary_entity else "table-name"
+        columns = [
+            ColumnPerturbations(
+                column=col.name,
+                replace=[
+                    Decision(
+                        name=f"{col.name} alias", type=col.type, e1=0.9, e2=0.8, source="dictionary"
+                    )
+                ],
+                add=[
+                    Decision(
+                        name=f"{col.name} note", type=col.type, e1=0.2, e2=0.1, source="retriever"
+                    )
+                ],
+            )
+            for col in table.targets()
+        ]
+        result = PerturbationResult(
+            table_id=table.id, primary_entity=entity, entity_source=source, columns=columns
+        )
+        if options.samples:
+            result.samples = [
+                *sample_perturbations(table, result, "rpl", options.samples, options.seed),
+                *sample_perturbations(table, result, "add", options.samples, options.seed),
+            ]
+        return result
+
+    def judge(
+        self,
+        pairs: Sequence[JudgePair],
+        rpl_threshold: float | None = None,
+        add_threshold: float | None = None,
+    ) -> list[JudgeScore]:
+        with self._lock:
+            self.calls.append(("judge", len(pairs)))
+        if self.gate is not None:
+            self.gate.wait(10)
+        rpl = self.settings.rpl_threshold if rpl_threshold is None else rpl_threshold
+        add = self.settings.add_threshold if add_threshold is None else add_threshold
+        scores = []
+        for pair in pairs:
+            if not pair.candidate.name.strip():
+                raise InvalidTableError("empty_column_name", "candidate has an empty name")
+            same = pair.target.name.casefold() == pair.candidate.name.casefold()
+            e1 = e2 = 0.95 if same else 0.3
+            verdict = "RPL" if min(e1, e2) >= rpl else "ADD" if max(e1, e2) <= add else "NONE"
+            scores.append(JudgeScore(e1=e1, e2=e2, verdict=verdict))
+        return scores
+
+
+def make_pipeline(settings: Settings) -> FakePipeline:
+    """The ``--pipeline`` hook: a stand-in configured from the environment."""
+    return FakePipeline(
+        settings,
+        delay=float(os.environ.get("CTA_FAKE_DELAY", "0")),
+        log_path=os.environ.get("CTA_FAKE_LOG") or None,
+    )
+
+
+def wtq_like_table(i: int = 0, columns: int = 6, rows: int = 5) -> dict[str, object]:
+    """A small table in the engine's JSON form (6 columns like a typical WTQ table)."""
+    names = ["Year", "Title", "Role", "Director", "Studio", "Notes", "Rank", "Gross"][:columns]
+    return {
+        "id": f"t{i}",
+        "name": f"filmography {i}",
+        "columns": [
+            {"name": n, "type": "number" if n in ("Year", "Rank", "Gross") else "text"}
+            for n in names
+        ],
+        "rows": [
+            [2000 + r if n == "Year" else f"{n.lower()} {r}" for n in names] for r in range(rows)
+        ],
+    }
+
+
+@contextmanager
+def running_app(
+    settings: Settings, pipeline: FakePipeline | None = None, workers: int | None = None
+) -> Iterator[tuple[TestClient, FakePipeline]]:
+    """The app over a stand-in pipeline, started (lifespan) and ready."""
+    from service.app import create_app
+
+    fake = pipeline or FakePipeline(settings)
+    app = create_app(settings, lambda _: fake, inprocess_workers=workers)  # type: ignore[arg-type,return-value]
+    with TestClient(app, raise_server_exceptions=False) as client:
+        wait_until(lambda: client.get("/readyz").status_code == 200, what="readiness")
+        yield client, fake
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll ``check`` until true; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)

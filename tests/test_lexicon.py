@@ -1,0 +1,200 @@
+"""Dictionary replacement: WordNet synonyms, seeded sampling, stop rules, inflection, style."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from wordfreq import zipf_frequency
+
+from cta import registry
+from cta.components import DictionaryReplacer
+from cta.settings import Settings
+from cta.wordnet import WordNetMissingError, load_wordnet
+from retriever.lexicon import WordNetReplacer, name_words, word_spans
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cta-home")
+    try:
+        load_wordnet(Settings(home=path))
+    except WordNetMissingError as error:
+        pytest.skip(f"WordNet not installed: {error}")
+    return path
+
+
+def replacer(home: Path, **overrides: Any) -> WordNetReplacer:
+    settings = Settings(home=home, **overrides)
+    return WordNetReplacer(load_wordnet(settings), settings)
+
+
+def names(candidates: list[Any]) -> list[str]:
+    return [c.name for c in candidates]
+
+
+@pytest.mark.parametrize(
+    ("column", "words"),
+    [
+        ("first_name", ["first", "name"]),
+        ("firstName", ["first", "name"]),
+        ("First Name", ["first", "name"]),
+        ("HTTPServer2", ["http", "server", "2"]),
+        ("charge ($)", ["charge"]),
+        ("año de nacimiento", ["año", "de", "nacimiento"]),
+    ],
+)
+def test_name_words(column: str, words: list[str]) -> None:
+    assert name_words(column) == words
+    assert [column[a:b].lower() for a, b in word_spans(column)] == words
+
+
+def test_is_a_dictionary_replacer_registered_as_wordnet(home: Path) -> None:
+    component = registry.create("lexicon", "wordnet", Settings(home=home))
+    assert isinstance(component, WordNetReplacer)
+    assert isinstance(component, DictionaryReplacer)
+
+
+def test_candidates_are_dictionary_synonyms_in_sampling_order(home: Path) -> None:
+    found = replacer(home).candidates("annual salary", seed=0)
+    assert found
+    assert len(set(names(found))) == len(found)
+    assert all(c.source == "dictionary" for c in found)
+    scores = [c.score for c in found]
+    assert (
+        scores[0] == 1.0
+        and scores == sorted(scores, reverse=True)
+        and len(set(scores)) == len(scores)
+    )
+    synonyms = set(replacer(home).synonyms("salary")) | {"salary"}
+    modifiers = set(replacer(home).synonyms("annual", head=False)) | {"annual"}
+    for candidate in found:
+        first, *rest = candidate.name.split(" ", 1)
+        assert first in modifiers and rest[0] in synonyms
+        assert "→" in candidate.provenance
+        for change in candidate.provenance.split(", "):
+            old, new = change.split("→")
+            assert old in {"annual", "salary"} and new in candidate.name
+    assert "yearly salary" in names(found) or "yearly pay" in names(found)
+
+
+def test_same_seed_same_candidates_different_seeds_differ(home: Path) -> None:
+    lexicon = replacer(home)
+    first = [c.model_dump() for c in lexicon.candidates("home town", seed=3)]
+    assert first == [c.model_dump() for c in replacer(home).candidates("home town", seed=3)]
+    by_seed = {tuple(names(lexicon.candidates("home town", seed=s))) for s in range(5)}
+    assert len(by_seed) > 1
+
+
+def test_same_candidates_in_another_process(home: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "from cta.settings import Settings\n"
+        "from cta.wordnet import load_wordnet\n"
+        "from retriever.lexicon import WordNetReplacer\n"
+        "s = Settings(home=sys.argv[1])\n"
+        "r = WordNetReplacer(load_wordnet(s), s)\n"
+        "print(json.dumps([c.model_dump() for c in r.candidates('date of birth', 11)]))\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(home)], capture_output=True, text=True, check=True, env=env
+    )
+    here = [c.model_dump() for c in replacer(home).candidates("date of birth", 11)]
+    assert here and json.loads(out.stdout) == here
+
+
+def test_keep_probability(home: Path) -> None:
+    original = {"annual", "salary"}
+    for seed in range(5):
+        for candidate in replacer(home, dictionary_keep_prob=0.0).candidates("annual salary", seed):
+            assert not original & set(candidate.name.split(" "))
+    kept = [
+        bool(original & set(c.name.split(" ")))
+        for seed in range(5)
+        for c in replacer(home, dictionary_keep_prob=0.8).candidates("annual salary", seed)
+    ]
+    assert any(kept)
+    # A word kept with probability 1 is never replaced: nothing new can be sampled.
+    assert replacer(home, dictionary_keep_prob=1.0).candidates("annual salary", 0) == []
+
+
+def test_stops_at_max_candidates(home: Path) -> None:
+    assert len(replacer(home, dictionary_max_candidates=3).candidates("home town", 0)) == 3
+    assert len(replacer(home).candidates("home town", 0)) == 20
+
+
+def test_stops_after_consecutive_repeats(home: Path) -> None:
+    # "email" has a single synonym: after it is found, every draw is a repeat.
+    lexicon = replacer(home)
+    assert lexicon.synonyms("email") == ("electronic mail",)
+    assert names(lexicon.candidates("email", 0)) == ["electronic mail"]
+    # Fewer allowed repeats stop the sampling earlier.
+    short = sum(
+        len(replacer(home, dictionary_max_repeats=1).candidates("birth date", s)) for s in range(8)
+    )
+    long = sum(
+        len(replacer(home, dictionary_max_repeats=8).candidates("birth date", s)) for s in range(8)
+    )
+    assert short < long
+
+
+@pytest.mark.parametrize(
+    "column", ["id", "x", "student_id", "address2", "GDP growth", "no. of seats"]
+)
+def test_identifiers_numbers_short_words_and_acronyms_are_kept(home: Path, column: str) -> None:
+    lexicon = replacer(home)
+    kept = {"id", "x", "2", "GDP", "no"} & set(name_words(column) + column.split())
+    for seed in range(3):
+        for candidate in lexicon.candidates(column, seed):
+            for token in kept:
+                assert token in candidate.name
+    assert lexicon.candidates("id", 0) == []
+    assert lexicon.candidates("x_2", 0) == []
+
+
+def test_plural_stays_plural(home: Path) -> None:
+    lexicon = replacer(home)
+    plural, singular = lexicon.synonyms("salaries"), lexicon.synonyms("salary")
+    assert "wages" in plural and "wage" not in plural
+    assert "wage" in singular and "wages" not in singular
+    assert {c.name for c in lexicon.candidates("salaries", 0)} <= set(plural)
+    assert "costs" in lexicon.synonyms("prices") and "cost" in lexicon.synonyms("price")
+
+
+def test_rare_words_filtered(home: Path) -> None:
+    strict = replacer(home)
+    loose = replacer(home, dictionary_min_zipf=0.0)
+    for word in ("larger", "salaries", "cities"):
+        kept, everything = set(strict.synonyms(word)), set(loose.synonyms(word))
+        assert kept < everything
+        for synonym in everything - kept:
+            assert min(zipf_frequency(w, "en") for w in synonym.split(" ")) < 2.5
+        for synonym in kept:
+            assert min(zipf_frequency(w, "en") for w in synonym.split(" ")) >= 2.5
+
+
+def test_named_entities_are_not_synonyms(home: Path) -> None:
+    # "Price" is also the soprano Leontyne Price (an instance in WordNet).
+    loose = replacer(home, dictionary_min_zipf=0.0)
+    assert not any("leontyne" in s for s in loose.synonyms("price"))
+
+
+def test_multi_word_synonyms_follow_the_column_style(home: Path) -> None:
+    lexicon = replacer(home)
+    styles = {
+        "birth_date": lambda n: " " not in n and n == n.lower(),
+        "birthDate": lambda n: " " not in n and "_" not in n and n[0].islower(),
+        "BIRTH_DATE": lambda n: " " not in n and n == n.upper(),
+        "Birth Date": lambda n: all(w[0].isupper() for w in n.split(" ")),
+    }
+    for column, check in styles.items():
+        found = names(lexicon.candidates(column, 0))
+        assert found and all(check(n) for n in found), (column, found)
+    # A multi-word lemma (day_of_the_month, giving_birth) is split into words.
+    assert any(n.count("_") >= 2 for n in names(lexicon.candidates("birth_date", 0)))
