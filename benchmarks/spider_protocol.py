@@ -124,7 +124,7 @@ def _literals(dataset: object) -> dict[str, list[str]]:
 
 
 def _pipeline_proposer() -> tuple[Proposer, str]:
-    from cta.pipeline import Pipeline, PerturbOptions
+    from cta.pipeline import PerturbOptions, Pipeline
     from cta.settings import get_settings
 
     pipeline = Pipeline.from_settings(get_settings())

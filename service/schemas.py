@@ -122,7 +122,11 @@ def _job_kind(value: Any) -> str:
 # ``kind`` picks the model and defaults to "tables", so ``{"tables": [...]}`` is enough.
 JobCreate = Annotated[
     Annotated[TablesJobCreate, Tag("tables")] | Annotated[SpiderJobCreate, Tag("spider")],
-    Discriminator(_job_kind),
+    Discriminator(
+        _job_kind,
+        custom_error_type="invalid_job_kind",
+        custom_error_message="kind must be 'tables' or 'spider'",
+    ),
 ]
 
 

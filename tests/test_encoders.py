@@ -184,12 +184,20 @@ def test_tapas_index_retriever_and_cli(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 4 and "csv:students.csv" not in "\n".join(lines)
 
+    # The same corpus through a recipe file (relative paths are relative to it).
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("corpora:\n  - spec: csv-dir:tables\n", encoding="utf-8")
+    args = ["--encoder", "tapas", "--encoder-path", str(tiny_tapas), "--batch-size", "2"]
+    assert main(["index", "build", "--recipe", str(recipe), "--out", str(out), *args]) == 0
+    assert "built flat index of 3 tables" in capsys.readouterr().out
+
     settings = Settings(home=tmp_path, index_dir=out, encoder="tapas")
     retriever = retriever_from_settings(settings)
-    table = TableIndex.load(out).entries[0]
-    assert retriever.index.info.encoder["name"] == "tapas"
-    assert [h.table_id for h in retriever.retrieve(STUDENTS, 3)] != []
-    assert table.id.startswith("csv:")
+    assert isinstance(retriever.encoder, TapasTableEncoder)
+    assert len(TableIndex.load(out)) == 3
+    # STUDENTS has the name and columns of students.csv: that entry is its own, excluded.
+    hits = retriever.retrieve(STUDENTS, 3)
+    assert sorted(h.table_id for h in hits) == ["csv:cars.csv", "csv:flights.csv"]
 
 
 def test_cli_build_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

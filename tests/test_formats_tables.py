@@ -50,6 +50,7 @@ def write(path: Path, content: str | bytes) -> Path:
         ([None, "", "n/a"], ColumnType.TEXT),
         ([1, 2.5, None], ColumnType.NUMBER),
         ([True, False], ColumnType.BOOLEAN),
+        (["number", "number"], ColumnType.TEXT),  # words, not typed cells
         ([str(i) for i in range(19)] + ["unknown"], ColumnType.NUMBER),  # 95% ≥ 90%
         ([str(i) for i in range(8)] + ["a", "b"], ColumnType.TEXT),  # 80% < 90%
     ],

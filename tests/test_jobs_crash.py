@@ -56,7 +56,7 @@ def _worker(
         "CTA_DATABASE_URL": url,
         "CTA_JOB_LEASE_SECONDS": str(lease),
         "CTA_JOB_POLL_SECONDS": "0.05",
-        "CTA_FAKE_DELAY": "0.04",
+        "CTA_FAKE_DELAY": "0.05",
         "CTA_FAKE_LOG": str(tmp_path / "ran.log"),
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
     }
@@ -71,13 +71,14 @@ def _done(store: JobStore, job_id: str) -> int:
     return status.done
 
 
-def _kill_mid_job(proc: subprocess.Popen[bytes], store: JobStore, job_id: str, at: int) -> None:
+def _kill_mid_batch(proc: subprocess.Popen[bytes], ran_log: Path, at: int) -> None:
+    """SIGKILL once ``at`` tables have run: with batches of 4, the 4th batch is half done."""
     deadline = time.monotonic() + 60
-    while _done(store, job_id) < at:
+    while not ran_log.exists() or len(ran_log.read_text().splitlines()) < at:
         if proc.poll() is not None:
             raise AssertionError(f"worker exited early: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
         assert time.monotonic() < deadline, "worker made no progress"
-        time.sleep(0.02)
+        time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
 
@@ -120,11 +121,10 @@ def test_sigkilled_worker_resumes_and_finishes_every_table_once(
     # "other-id": a new worker must wait for the dead one's leases to expire (1.5 s).
     lease = 300 if restart == "same-id" else 1.5
     first = _worker(tmp_path, db_url, "crashy", lease=lease)
-    _kill_mid_job(first, store, job_id, at=12)
+    _kill_mid_batch(first, tmp_path / "ran.log", at=13)
 
-    killed_at = _done(store, job_id)
     status = store.get_job(job_id, None)
-    assert status is not None and 12 <= killed_at < 50 and status.running > 0
+    assert status is not None and status.done == 12 and status.running == 4
 
     second_id = "crashy" if restart == "same-id" else "rescuer"
     second = _worker(tmp_path, db_url, second_id, "--exit-when-idle", lease=lease)
@@ -141,6 +141,7 @@ def test_sigkilled_worker_resumes_and_finishes_every_table_once(
     _assert_each_table_done_once(store, job_id, 50)
     ran = Counter((tmp_path / "ran.log").read_text().split()[1::2])
     assert set(ran) == {f"t{i}" for i in range(50)}
+    assert ran["t12"] == 2  # ran before the kill and again after, yet stored once
     store.close()
 
 

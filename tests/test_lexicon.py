@@ -91,6 +91,7 @@ def test_same_seed_same_candidates_different_seeds_differ(home: Path) -> None:
     assert len(by_seed) > 1
 
 
+@pytest.mark.slow
 def test_same_candidates_in_another_process(home: Path) -> None:
     code = (
         "import json, sys\n"

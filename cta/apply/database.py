@@ -49,6 +49,7 @@ __all__ = [
     "declared_type",
     "materialise_perturbed",
     "perturb_schema",
+    "perturbed_rows",
     "quote_identifier",
     "read_rows",
     "schema_from_sqlite",
@@ -380,6 +381,9 @@ def create_database(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     conn = _connect(path)
+    # A fresh file written in one go: no journal or fsync needed until it is complete.
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
     try:
         for table in schema.tables:
             if _internal(table.name):
@@ -401,6 +405,37 @@ def read_rows(path: str | Path, table: SqlTable) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def perturbed_rows(
+    table: SqlTable,
+    rows: Sequence[Sequence[Any]],
+    new_columns: Sequence[NewColumn],
+    *,
+    seed: int,
+    values: Literal["generate", "null"] = "generate",
+) -> list[tuple[Any, ...]]:
+    """``rows`` of ``table`` under its new column list: carried cells, then added ones.
+
+    Added columns get generated values — seeded from ``seed`` and the table/column names,
+    imitating the template column's cells when the types match — or NULLs.
+    """
+    cells: list[list[Any]] = []
+    for column in new_columns:
+        if column.source is not None:
+            i = table.index(column.source)
+            cells.append([row[i] for row in rows])
+        elif values == "null":
+            cells.append([None] * len(rows))
+        else:
+            template: list[Any] = []
+            if column.template is not None:
+                t = table.index(column.template)
+                if table.columns[t].type == column.type:
+                    template = [row[t] for row in rows]
+            rng = seeded_rng(seed, table.name, column.name, "values")
+            cells.append(generate_values(column.type, len(rows), rng, template))
+    return [tuple(col[r] for col in cells) for r in range(len(rows))]
+
+
 def materialise_perturbed(
     source: str | Path,
     target: str | Path,
@@ -412,37 +447,22 @@ def materialise_perturbed(
 ) -> SqlSchema:
     """Write the perturbed database of ``source`` to ``target``; returns the new schema.
 
-    Every row is copied under the new schema; added columns get generated values (seeded
-    from ``seed`` and the table/column, imitating the template column's cells when the
-    types match) or NULLs.
+    Every row is copied, in rowid order, under the new schema (:func:`perturbed_rows`).
     """
     new_schema = perturb_schema(schema, perturbation)
     changed = {sqlite_fold(t): cols for t, cols in perturbation.tables.items()}
     rows: dict[str, list[tuple[Any, ...]]] = {}
-    for table, new_table in zip(schema.tables, new_schema.tables, strict=True):
+    for table in schema.tables:
         if _internal(table.name):
             continue
         old_rows = read_rows(source, table)
         new_columns = changed.get(sqlite_fold(table.name))
         if new_columns is None:
             rows[table.name] = old_rows
-            continue
-        cells: list[list[Any]] = []
-        for column in new_columns:
-            if column.source is not None:
-                i = table.index(column.source)
-                cells.append([row[i] for row in old_rows])
-            elif values == "null":
-                cells.append([None] * len(old_rows))
-            else:
-                template: list[Any] = []
-                if column.template is not None:
-                    t = table.index(column.template)
-                    if table.columns[t].type == column.type:
-                        template = [row[t] for row in old_rows]
-                rng = seeded_rng(seed, table.name, column.name, "values")
-                cells.append(generate_values(column.type, len(old_rows), rng, template))
-        rows[new_table.name] = [tuple(col[r] for col in cells) for r in range(len(old_rows))]
+        else:
+            rows[table.name] = perturbed_rows(
+                table, old_rows, new_columns, seed=seed, values=values
+            )
     create_database(target, new_schema, rows)
     return new_schema
 

@@ -30,18 +30,21 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from cta.apply.database import (
     ColumnRef,
     NewColumn,
+    SchemaError,
     SchemaPerturbation,
     SqlSchema,
+    SqlTable,
     create_database,
     materialise_perturbed,
     perturb_schema,
+    perturbed_rows,
     sqlite_fold,
     synthesise_rows,
 )
@@ -56,10 +59,12 @@ from cta.apply.verify import (
     has_top_level_order,
 )
 from cta.results import Kind, PerturbationResult, PerturbedTable
-from cta.table import Table
+from cta.table import ColumnType, InvalidTableError, Table
 
 __all__ = [
     "Database",
+    "DatasetFormat",
+    "DatasetRun",
     "PerturbedExample",
     "ProtocolResult",
     "Proposer",
@@ -67,7 +72,10 @@ __all__ = [
     "VerificationRecord",
     "VerificationReport",
     "materialise",
+    "perturb_dataset",
     "perturb_spider",
+    "perturb_wikisql",
+    "perturb_wtq",
     "run_protocol",
     "verify",
 ]
@@ -95,6 +103,7 @@ class Database:
     schema: SqlSchema
     tables: list[Table]
     path: Path | None = None
+    rows: dict[str, list[tuple[Any, ...]]] | None = None  # cells by table, when no file
 
     def __post_init__(self) -> None:
         if len(self.tables) != len(self.schema.tables):
@@ -239,9 +248,9 @@ def run_protocol(
     targets = _targets(databases, bound, examples)
     requests: list[Table] = []
     for (db_id, t), identifiers in targets.items():
-        table = databases[db_id].tables[t]
-        natural = [table.column(i).name for i in identifiers]
-        requests.append(table.model_copy(update={"target_columns": natural}))
+        source_table = databases[db_id].tables[t]
+        natural = [source_table.column(i).name for i in identifiers]
+        requests.append(source_table.model_copy(update={"target_columns": natural}))
     results = proposer(requests) if requests else []
     if len(results) != len(requests):
         raise ValueError(f"proposer returned {len(results)} results for {len(requests)} tables")
@@ -379,8 +388,9 @@ def materialise(
 ) -> dict[str, Path]:
     """Write every database the result needs under ``db_dir`` (Spider layout); their paths.
 
-    Originals are copied when the dataset ships a file, else synthesised from the schema
-    (seeded by ``synthesis_seed``, literal pools and join links from ``examples``' SQL).
+    Originals are copied when the dataset ships a file, written from ``Database.rows``
+    when it ships cells, else synthesised from the schema (seeded by ``synthesis_seed``,
+    literal pools and join links from ``examples``' SQL).
     """
     db_dir = Path(db_dir)
     needed = sorted({v.source for v in result.variants.values()} | {e.db_id for e in examples})
@@ -400,6 +410,8 @@ def materialise(
             target.parent.mkdir(parents=True, exist_ok=True)
             if db.path.resolve() != target.resolve():
                 shutil.copyfile(db.path, target)
+        elif db.rows is not None:
+            create_database(target, db.schema, db.rows)
         else:
             rows = synthesise_rows(db.schema, synthesis_seed, pools[db_id], links[db_id])
             create_database(target, db.schema, rows)
@@ -525,19 +537,107 @@ def spider_inputs(dataset: Any) -> tuple[list[SqlExample], dict[str, Database]]:
     return examples, databases
 
 
-class SpiderRun(BaseModel):
-    """What :func:`perturb_spider` wrote and measured."""
+class DatasetRun(BaseModel):
+    """What a ``perturb_*`` driver wrote and measured."""
 
     out_dir: str
     examples: int
     perturbed: int = Field(description="Example × kind × seed entries")
     rewritten: int
     not_rewritten: int
-    unchanged: int = Field(description="Entries whose SQL mentions no column (original db)")
-    variants: int = Field(description="Perturbed databases written")
+    unchanged: int = Field(description="Entries whose SQL mentions no column (original table)")
+    variants: int = Field(description="Perturbed databases / tables written")
     files: list[str]
     seconds: dict[str, float]
     verification: dict[str, Any] | None = None
+
+
+def _run_summary(
+    out: Path,
+    n_examples: int,
+    result: ProtocolResult,
+    files: list[str],
+    seconds: dict[str, float],
+    verification: dict[str, Any] | None,
+) -> DatasetRun:
+    return DatasetRun(
+        out_dir=str(out),
+        examples=n_examples,
+        perturbed=len(result.examples),
+        rewritten=sum(1 for pe in result.examples if pe.sql is not None),
+        not_rewritten=sum(1 for pe in result.examples if pe.sql is None),
+        unchanged=sum(1 for pe in result.examples if pe.perturbed_db_id == pe.db_id),
+        variants=len(result.variants),
+        files=files,
+        seconds=seconds,
+        verification=verification,
+    )
+
+
+def _verify_into(
+    out: Path,
+    result: ProtocolResult,
+    examples: Sequence[SqlExample],
+    paths: Mapping[str, Path],
+    seconds: dict[str, float],
+    files: list[str],
+) -> dict[str, Any]:
+    """Run :func:`verify`, write ``verification.json``; the summary with its problems."""
+    t0 = time.perf_counter()
+    report = verify(result, examples, paths)
+    seconds["verify"] = round(time.perf_counter() - t0, 3)
+    (out / "verification.json").write_text(report.model_dump_json(indent=1) + "\n")
+    files.append("verification.json")
+    summary = report.model_dump(exclude={"records"})
+    summary["problems"] = [r.model_dump() for r in report.records if r.status != "ok"]
+    return summary
+
+
+def _per_kind_seed(
+    result: ProtocolResult,
+) -> dict[tuple[str, int], dict[str, PerturbedExample]]:
+    grouped: dict[tuple[str, int], dict[str, PerturbedExample]] = {}
+    for pe in result.examples:
+        grouped.setdefault((pe.kind, pe.seed), {})[pe.id] = pe
+    return grouped
+
+
+def _question_files(
+    name: str,
+    examples: Sequence[SqlExample],
+    result: ProtocolResult,
+    kinds: Sequence[Kind],
+    seeds: Sequence[int],
+    augment: bool,
+    original: Callable[[SqlExample], dict[str, Any]],
+    perturbed: Callable[[PerturbedExample], dict[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Question files by name: per kind and seed, or (``augment``) original+RPL+ADD per seed.
+
+    Entries that could not be rewritten are left out (they are listed in mappings.jsonl).
+    """
+    grouped = _per_kind_seed(result)
+    files: dict[str, list[dict[str, Any]]] = {}
+    if augment:
+        for seed in seeds:
+            rows: list[dict[str, Any]] = []
+            for ex in examples:
+                rows.append(original(ex))
+                for kind in kinds:
+                    found = grouped.get((kind, seed), {}).get(ex.id)
+                    if found is not None and found.sql is not None:
+                        rows.append(perturbed(found))
+            files[f"{name}_augmented_s{seed}"] = rows
+        return files
+    for kind in kinds:
+        for seed in seeds:
+            entries = grouped.get((kind, seed), {})
+            files[f"{name}_{kind}_s{seed}"] = [
+                perturbed(entries[ex.id])
+                for ex in examples
+                if ex.id in entries and entries[ex.id].sql is not None
+            ]
+    return files
 
 
 def perturb_spider(
@@ -552,15 +652,16 @@ def perturb_spider(
     values: ValueMode = "generate",
     synthesis_seed: int = 0,
     progress: Callable[[str], None] | None = None,
-) -> SpiderRun:
-    """The ADVETA protocol over a Spider dataset, written to ``out_dir``.
+) -> DatasetRun:
+    """The ADVETA protocol over a :class:`~cta.formats.spider.SpiderDataset`, into ``out_dir``.
 
-    Writes ``tables.json`` (original and perturbed entries), ``database/<db_id>/…sqlite``,
-    per kind and seed ``<name>_<kind>_s<seed>.json`` (with ``augment``:
-    ``<name>_augmented_s<seed>.json`` — original, RPL and ADD record per pair),
-    ``mappings.jsonl`` (every example × kind × seed: mapping, rewritten SQL or problem)
-    and, with ``check_execution``, ``verification.json``. Examples whose SQL could not be
-    rewritten are left out of the question files and listed in ``mappings.jsonl``.
+    Writes ``tables.json`` (original and perturbed entries), ``database/<db_id>/…sqlite``
+    (originals copied or synthesised, perturbed ones materialised), per kind and seed
+    ``<name>_<kind>_s<seed>.json`` (with ``augment``: ``<name>_augmented_s<seed>.json`` —
+    original, RPL and ADD record per pair), ``mappings.jsonl`` (every example × kind ×
+    seed: mapping, rewritten SQL or problem) and, with ``check_execution``,
+    ``verification.json``. Examples whose SQL could not be rewritten are left out of the
+    question files and listed in ``mappings.jsonl``.
     """
     from cta.formats.spider import perturbed_entry, perturbed_record, write_json
 
@@ -588,62 +689,393 @@ def perturb_spider(
         index_maps[variant.db_id] = index_map
     files = ["tables.json"]
     write_json(out / "tables.json", entries)
-
     record_of = {ex.id: dataset.records[i] for i, ex in enumerate(examples)}
-    grouped: dict[tuple[str, int], list[PerturbedExample]] = {}
-    for pe in result.examples:
-        grouped.setdefault((pe.kind, pe.seed), []).append(pe)
 
-    def record(pe: PerturbedExample) -> dict[str, Any]:
+    def perturbed(pe: PerturbedExample) -> dict[str, Any]:
         assert pe.sql is not None
         return perturbed_record(
             record_of[pe.id], pe.perturbed_db_id, pe.sql, index_maps.get(pe.perturbed_db_id)
         )
 
-    if augment:
-        for seed in seeds:
-            rows: list[dict[str, Any]] = []
-            per_kind = {k: {pe.id: pe for pe in grouped.get((k, seed), [])} for k in kinds}
-            for ex in examples:
-                rows.append(record_of[ex.id])
-                for k in kinds:
-                    pe = per_kind[k].get(ex.id)
-                    if pe is not None and pe.sql is not None:
-                        rows.append(record(pe))
-            name = f"{dataset.name}_augmented_s{seed}.json"
-            write_json(out / name, rows)
-            files.append(name)
-    else:
-        for (kind, seed), pes in grouped.items():
-            name = f"{dataset.name}_{kind}_s{seed}.json"
-            write_json(out / name, [record(pe) for pe in pes if pe.sql is not None])
-            files.append(name)
+    questions = _question_files(
+        dataset.name,
+        examples,
+        result,
+        kinds,
+        seeds,
+        augment,
+        lambda ex: record_of[ex.id],
+        perturbed,
+    )
+    for stem, rows in questions.items():
+        write_json(out / f"{stem}.json", rows)
+        files.append(f"{stem}.json")
     _write_jsonl(out / "mappings.jsonl", (pe.model_dump_json() for pe in result.examples))
     files.append("mappings.jsonl")
     seconds["write"] = round(time.perf_counter() - t0, 3)
 
     verification = None
     if check_execution:
-        t0 = time.perf_counter()
         say(f"verify: {len(result.examples)} checks")
-        report = verify(result, examples, paths)
-        seconds["verify"] = round(time.perf_counter() - t0, 3)
-        (out / "verification.json").write_text(report.model_dump_json(indent=1) + "\n")
-        files.append("verification.json")
-        verification = report.model_dump(exclude={"records"})
-        verification["problems"] = [r.model_dump() for r in report.records if r.status != "ok"]
+        verification = _verify_into(out, result, examples, paths, seconds, files)
+    return _run_summary(out, len(examples), result, files, seconds, verification)
 
-    return SpiderRun(
+
+# -- WikiSQL ----------------------------------------------------------------------------------------
+def _index_map(table: SqlTable, new_columns: Sequence[NewColumn]) -> dict[int, int]:
+    """Old column index → new index (ADD shifts the columns after an inserted one)."""
+    return {table.index(c.source): j for j, c in enumerate(new_columns) if c.source is not None}
+
+
+def perturb_wikisql(
+    dataset: Any,
+    proposer: Proposer,
+    out_dir: str | Path,
+    kinds: Sequence[Kind] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    *,
+    augment: bool = False,
+    check_execution: bool = False,
+    values: ValueMode = "generate",
+    progress: Callable[[str], None] | None = None,
+) -> DatasetRun:
+    """The ADVETA protocol over a :class:`~cta.formats.wikisql.WikiSqlDataset`.
+
+    Each WikiSQL table is a one-table database holding its rows; a question's logical form
+    becomes SQL over the header names (:func:`cta.formats.wikisql.to_sql`). The written
+    artefact is the *remapped logical form*; its SQL over the perturbed header is what the
+    execution check runs. Writes per kind and seed (or ``augment``)
+    ``<name>_….jsonl`` + ``<name>_….tables.jsonl`` + ``<name>_….db`` (WikiSQL's evaluator
+    layout), ``mappings.jsonl`` and, with ``check_execution``, ``verification.json``.
+    Tables WikiSQL cannot hold as a table (duplicate headers…) are reported per question.
+    """
+    import tempfile
+
+    from cta.formats.tables import load_wikisql_table
+    from cta.formats.wikisql import remap, to_sql, wikisql_schema, write_db, write_jsonl
+
+    say = progress or (lambda _: None)
+    out = Path(out_dir)
+    seconds: dict[str, float] = {}
+    databases: dict[str, Database] = {}
+    invalid: dict[str, str] = {}
+    for table_id in sorted({r["table_id"] for r in dataset.records}):
+        obj = dataset.tables[table_id]
+        try:
+            natural = load_wikisql_table(obj)
+            schema = wikisql_schema(obj)
+        except (InvalidTableError, SchemaError) as exc:
+            invalid[table_id] = f"invalid_table: {exc}"
+            continue
+        rows = [tuple(r) for r in obj.get("rows", [])]
+        databases[table_id] = Database(
+            table_id, schema, [natural], rows={schema.tables[0].name: rows}
+        )
+    examples: list[SqlExample] = []
+    skipped: list[tuple[str, str, str]] = []
+    record_of: dict[str, dict[str, Any]] = {}
+    for i, record in enumerate(dataset.records):
+        ex_id = f"{dataset.name}:{i}"
+        table_id = record["table_id"]
+        if table_id in invalid:
+            skipped.append((ex_id, table_id, invalid[table_id]))
+            continue
+        table = databases[table_id].schema.tables[0]
+        try:
+            sql = to_sql(record["sql"], table.name, [c.name for c in table.columns])
+        except InvalidTableError as exc:
+            skipped.append((ex_id, table_id, f"malformed_sql: {exc}"))
+            continue
+        examples.append(SqlExample(ex_id, table_id, sql))
+        record_of[ex_id] = record
+    say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
+    result = run_protocol(examples, databases, proposer, kinds, seeds, values)
+    for ex_id, table_id, problem in skipped:
+        for kind in kinds:
+            for seed in seeds:
+                result.examples.append(
+                    PerturbedExample(
+                        id=ex_id,
+                        kind=kind,
+                        seed=seed,
+                        db_id=table_id,
+                        perturbed_db_id=table_id,
+                        sql=None,
+                        problem=problem,
+                    )
+                )
+    seconds["protocol"] = round(result.seconds, 3)
+
+    # The artefact is the remapped logical form; its SQL replaces the rewriter's text.
+    t0 = time.perf_counter()
+    forms: dict[tuple[str, str, int], dict[str, Any]] = {}
+    new_tables: dict[str, dict[str, Any]] = {}
+    for pe in result.examples:
+        if pe.sql is None or pe.perturbed_db_id == pe.db_id:
+            continue
+        variant = result.variants[pe.perturbed_db_id]
+        table = databases[pe.db_id].schema.tables[0]
+        [(_, new_columns)] = list(variant.perturbation.tables.items())
+        form = remap(record_of[pe.id]["sql"], _index_map(table, new_columns))
+        pe.sql = to_sql(form, table.name, [c.name for c in new_columns])
+        forms[(pe.id, pe.kind, pe.seed)] = form
+        if variant.db_id not in new_tables:
+            new_tables[variant.db_id] = _wikisql_table(
+                dataset.tables[pe.db_id],
+                variant,
+                table,
+                new_columns,
+                databases[pe.db_id].rows or {},
+                values,
+            )
+
+    def original(ex: SqlExample) -> dict[str, Any]:
+        return record_of[ex.id]
+
+    def perturbed(pe: PerturbedExample) -> dict[str, Any]:
+        record = dict(record_of[pe.id])
+        if pe.perturbed_db_id != pe.db_id:
+            record["table_id"] = pe.perturbed_db_id
+            record["sql"] = forms[(pe.id, pe.kind, pe.seed)]
+        return record
+
+    files: list[str] = []
+    questions = _question_files(
+        dataset.name, examples, result, kinds, seeds, augment, original, perturbed
+    )
+    for stem, question_rows in questions.items():
+        ids = list(dict.fromkeys(r["table_id"] for r in question_rows))
+        tables = [new_tables.get(t) or dataset.tables[t] for t in ids]
+        write_jsonl(out / f"{stem}.jsonl", question_rows)
+        write_jsonl(out / f"{stem}.tables.jsonl", tables)
+        write_db(out / f"{stem}.db", tables)
+        files += [f"{stem}.jsonl", f"{stem}.tables.jsonl", f"{stem}.db"]
+    _write_jsonl(out / "mappings.jsonl", (pe.model_dump_json() for pe in result.examples))
+    files.append("mappings.jsonl")
+    seconds["write"] = round(time.perf_counter() - t0, 3)
+
+    verification = None
+    if check_execution:
+        say(f"verify: {len(result.examples)} checks")
+        with tempfile.TemporaryDirectory(prefix="cta-wikisql-") as tmp:
+            paths = materialise(result, databases, tmp, examples, values=values)
+            verification = _verify_into(out, result, examples, paths, seconds, files)
+    return _run_summary(out, len(dataset.records), result, files, seconds, verification)
+
+
+def _wikisql_table(
+    obj: Mapping[str, Any],
+    variant: Variant,
+    table: SqlTable,
+    new_columns: Sequence[NewColumn],
+    rows: Mapping[str, list[tuple[Any, ...]]],
+    values: ValueMode,
+) -> dict[str, Any]:
+    """The ``tables.jsonl`` object of a perturbed WikiSQL table (same keys as the original)."""
+    header = list(obj["header"])
+    types = list(obj.get("types") or [])
+    new_header, new_types = [], []
+    for column in new_columns:
+        if column.source is not None:
+            i = table.index(column.source)
+            renamed = sqlite_fold(column.name) != sqlite_fold(column.source)
+            new_header.append(column.name if renamed else header[i])
+            new_types.append(types[i] if i < len(types) else "text")
+        else:
+            new_header.append(column.name)
+            new_types.append("real" if column.type is ColumnType.NUMBER else "text")
+    new = dict(obj)
+    new["id"] = variant.db_id
+    new["header"] = new_header
+    if "types" in obj:
+        new["types"] = new_types
+    new["rows"] = [
+        list(r)
+        for r in perturbed_rows(
+            table, rows.get(table.name, []), new_columns, seed=variant.seed, values=values
+        )
+    ]
+    return new
+
+
+# -- WikiTableQuestions ------------------------------------------------------------------------------
+class WtqMapping(BaseModel):
+    """One table under one perturbation (WTQ has no SQL: every column is a target)."""
+
+    context: str
+    kind: Kind
+    seed: int
+    perturbed_context: str
+    mapping: dict[str, str]
+    unperturbed: dict[str, str]
+
+
+def perturb_wtq(
+    dataset: Any,
+    proposer: Proposer,
+    out_dir: str | Path,
+    kinds: Sequence[Kind] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    *,
+    augment: bool = False,
+    values: ValueMode = "generate",
+    progress: Callable[[str], None] | None = None,
+) -> DatasetRun:
+    """The protocol over WTQ-style CSV tables and questions.
+
+    WTQ questions come with answers, not SQL, so no column is known to be "mentioned":
+    every column of a table is a target, and all questions of a table share its perturbed
+    table ``csv/…/<n>_<kind>_s<seed>.csv`` (answers stay valid: RPL renames headers, ADD
+    inserts a column, no cell of the original columns changes). Writes the original and
+    perturbed CSVs, per kind and seed (or ``augment``) ``<name>_….tsv`` and
+    ``mappings.jsonl`` (one line per table × kind × seed).
+    """
+    from cta.formats.wtq import write_csv, write_tsv
+
+    say = progress or (lambda _: None)
+    out = Path(out_dir)
+    started = time.perf_counter()
+    contexts = list(dataset.tables)
+    say(f"proposer: {len(contexts)} tables")
+    results = proposer([dataset.tables[c] for c in contexts]) if contexts else []
+    if len(results) != len(contexts):
+        raise ValueError(f"proposer returned {len(results)} results for {len(contexts)} tables")
+    files: list[str] = []
+    mappings: list[WtqMapping] = []
+    moved: dict[tuple[str, str, int], str] = {}
+    for context, proposal in zip(contexts, results, strict=True):
+        table = dataset.tables[context]
+        write_csv(out / context, table)
+        files.append(context)
+        for kind in kinds:
+            for seed in seeds:
+                [pt] = sample_perturbations(table, proposal, kind, 1, seed, values=values)
+                target = context
+                if pt.mapping:
+                    target = f"{context.removesuffix('.csv')}_{kind}_s{seed}.csv"
+                    write_csv(out / target, pt.table)
+                    files.append(target)
+                moved[(context, kind, seed)] = target
+                mappings.append(
+                    WtqMapping(
+                        context=context,
+                        kind=kind,
+                        seed=seed,
+                        perturbed_context=target,
+                        mapping=dict(pt.mapping),
+                        unperturbed=dict(pt.unperturbed),
+                    )
+                )
+    if dataset.records:
+        groups: dict[str, list[dict[str, str]]] = {}
+        for seed in seeds:
+            if augment:
+                rows = []
+                for record in dataset.records:
+                    rows.append(record)
+                    for kind in kinds:
+                        rows.append({**record, "context": moved[(record["context"], kind, seed)]})
+                groups[f"{dataset.name}_augmented_s{seed}"] = rows
+            else:
+                for kind in kinds:
+                    groups[f"{dataset.name}_{kind}_s{seed}"] = [
+                        {**r, "context": moved[(r["context"], kind, seed)]} for r in dataset.records
+                    ]
+        for stem, rows in groups.items():
+            write_tsv(out / f"{stem}.tsv", dataset.header, rows)
+            files.append(f"{stem}.tsv")
+    _write_jsonl(out / "mappings.jsonl", (m.model_dump_json() for m in mappings))
+    files.append("mappings.jsonl")
+    changed = sum(1 for m in mappings if m.mapping)
+    return DatasetRun(
         out_dir=str(out),
-        examples=len(examples),
-        perturbed=len(result.examples),
-        rewritten=sum(1 for pe in result.examples if pe.sql is not None),
-        not_rewritten=sum(1 for pe in result.examples if pe.sql is None),
-        unchanged=sum(1 for pe in result.examples if pe.perturbed_db_id == pe.db_id),
-        variants=len(result.variants),
+        examples=len(dataset.records),
+        perturbed=len(mappings),
+        rewritten=changed,
+        not_rewritten=0,
+        unchanged=len(mappings) - changed,
+        variants=changed,
         files=files,
-        seconds=seconds,
-        verification=verification,
+        seconds={"total": round(time.perf_counter() - started, 3)},
+    )
+
+
+DatasetFormat = Literal["spider", "wikisql", "wtq"]
+
+
+def perturb_dataset(
+    fmt: DatasetFormat,
+    tables: str | Path,
+    questions: str | Path | None,
+    out_dir: str | Path,
+    proposer: Proposer,
+    kinds: Sequence[Kind] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    *,
+    db_dir: str | Path | None = None,
+    augment: bool = False,
+    check_execution: bool = False,
+    values: ValueMode = "generate",
+    synthesis_seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> DatasetRun:
+    """Load a dataset of format ``fmt`` and run its driver — the one entry point of the CLI
+    (``cta dataset perturb``) and of the service's dataset jobs.
+
+    ``tables``: Spider ``tables.json`` · WikiSQL ``*.tables.jsonl`` · the WTQ root folder.
+    ``questions``: the question file (required for Spider and WikiSQL; optional for WTQ).
+    """
+    if fmt == "spider":
+        from cta.formats.spider import load_spider
+
+        if questions is None:
+            raise InvalidTableError("missing_questions", "Spider needs a question file")
+        spider = load_spider(tables, questions, db_dir)
+        return perturb_spider(
+            spider,
+            proposer,
+            out_dir,
+            kinds,
+            seeds,
+            augment=augment,
+            check_execution=check_execution,
+            values=values,
+            synthesis_seed=synthesis_seed,
+            progress=progress,
+        )
+    if fmt == "wikisql":
+        from cta.formats.wikisql import load_wikisql
+
+        if questions is None:
+            raise InvalidTableError("missing_questions", "WikiSQL needs a question file")
+        wikisql = load_wikisql(questions, tables)
+        return perturb_wikisql(
+            wikisql,
+            proposer,
+            out_dir,
+            kinds,
+            seeds,
+            augment=augment,
+            check_execution=check_execution,
+            values=values,
+            progress=progress,
+        )
+    if fmt == "wtq":
+        from cta.formats.wtq import load_wtq
+
+        wtq = load_wtq(tables, questions)
+        return perturb_wtq(
+            wtq,
+            proposer,
+            out_dir,
+            kinds,
+            seeds,
+            augment=augment,
+            values=values,
+            progress=progress,
+        )
+    raise InvalidTableError(
+        "unknown_format", f"dataset format must be spider, wikisql or wtq, not {fmt!r}"
     )
 
 

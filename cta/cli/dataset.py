@@ -1,15 +1,115 @@
-"""`cta dataset` (placeholder until implemented)."""
+"""``cta dataset perturb`` — the ADVETA protocol over a text-to-SQL dataset.
+
+For each NL–SQL pair, one RPL and one ADD perturbation of its tables per seed (every
+column its gold SQL mentions gets a candidate of the CTA pipeline), gold SQL rewritten,
+perturbed databases written; ``--augment`` writes the 3× training set (original + RPL +
+ADD per pair) instead; ``--verify`` executes every original and rewritten query and
+reports each mismatch or error (``verification.json``). Exit status 1 when a check fails.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from cta.results import Kind
+from cta.table import InvalidTableError
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("dataset", help="(not yet implemented)")
-    p.set_defaults(func=_run)
+    p = sub.add_parser("dataset", help="perturb a text-to-SQL dataset (ADVETA protocol)")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = actions.add_parser(
+        "perturb", help="RPL/ADD perturbations of every NL–SQL pair, SQL rewritten, databases"
+    )
+    run.add_argument("--format", required=True, choices=("spider", "wikisql", "wtq"))
+    run.add_argument(
+        "--tables",
+        required=True,
+        help="Spider tables.json · WikiSQL *.tables.jsonl · WTQ root folder (with csv/)",
+    )
+    run.add_argument("--questions", help="question file (Spider .json, WikiSQL .jsonl, WTQ .tsv)")
+    run.add_argument(
+        "--db-dir", help="Spider database folder (<db_id>/<db_id>.sqlite); else synthesised"
+    )
+    run.add_argument("--out", required=True, help="output folder")
+    run.add_argument("--kind", default="rpl,add", help="rpl, add or rpl,add (default)")
+    run.add_argument("--seeds", type=int, default=5, help="seeds 0…N-1 (default 5)")
+    run.add_argument("--augment", action="store_true", help="original + RPL + ADD per pair")
+    run.add_argument("--verify", action="store_true", help="execute and compare every query")
+    run.add_argument(
+        "--values",
+        choices=("generate", "null"),
+        default="generate",
+        help="cells of added columns: generated plausible values (seeded) or NULL",
+    )
+    run.add_argument("--synthesis-seed", type=int, default=0, help="seed of synthesised DBs")
+    run.add_argument("--index", help="retriever index directory (default: the settings')")
+    run.set_defaults(func=_run)
+
+
+def _kinds(text: str) -> list[Kind]:
+    kinds: list[Kind] = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part not in ("rpl", "add"):
+            raise InvalidTableError("unknown_kind", f"--kind: {part!r} is not rpl or add")
+        if part not in kinds:
+            kinds.append(cast(Kind, part))
+    return kinds
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("cta dataset: not implemented yet")
+    from cta.apply.dataset import perturb_dataset
+    from cta.cli._io import print_json
+    from cta.pipeline import PerturbOptions, Pipeline
+    from cta.results import PerturbationResult
+    from cta.settings import get_settings
+    from cta.table import Table
+
+    try:
+        kinds = _kinds(args.kind)
+    except InvalidTableError as exc:
+        print(f"cta dataset: {exc}", file=sys.stderr)
+        return 2
+    if args.seeds < 1:
+        print("cta dataset: --seeds must be at least 1", file=sys.stderr)
+        return 2
+    settings = get_settings()
+    if args.index:
+        settings = settings.model_copy(update={"index_dir": Path(args.index)})
+    pipeline = Pipeline.from_settings(settings)
+
+    def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
+        return pipeline.perturb_many(tables, PerturbOptions(seed=0))
+
+    try:
+        run = perturb_dataset(
+            args.format,
+            args.tables,
+            args.questions,
+            args.out,
+            propose,
+            kinds,
+            range(args.seeds),
+            db_dir=args.db_dir,
+            augment=args.augment,
+            check_execution=args.verify,
+            values=args.values,
+            synthesis_seed=args.synthesis_seed,
+            progress=lambda m: print(f"cta dataset: {m}", file=sys.stderr, flush=True),
+        )
+    except InvalidTableError as exc:
+        print(f"cta dataset: invalid input: {exc}", file=sys.stderr)
+        return 2
+    summary = run.model_dump(mode="json")
+    failed = 0
+    if run.verification is not None:
+        problems = run.verification.pop("problems", [])
+        failed = sum(1 for p in problems if p["status"] != "original_error")
+        summary["verification"] = {**run.verification, "problems": len(problems)}
+    print_json(summary)
+    return 1 if failed else 0

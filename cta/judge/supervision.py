@@ -71,8 +71,8 @@ DEFAULT_MIX: dict[str, float] = {
     "paraphrase": 0.04,
     "entity-drop": 0.03,
     "co-occurring": 0.14,
-    "co-hyponym": 0.06,
-    "hyponym": 0.03,
+    "co-hyponym": 0.07,
+    "hyponym": 0.02,
     "meronym": 0.02,
     "phrase-related": 0.09,
     "modifier": 0.06,
@@ -250,6 +250,7 @@ class Lexicon:
         self.min_zipf = min_zipf
         self._memo: dict[tuple[str, str], list[str]] = {}
         self._synsets: dict[str, list[Synset]] = {}
+        self._senses: dict[str, list[Synset]] = {}
         self._zipf: dict[str, float] = {}
         self._short_forms = frozenset(s for forms in ABBREVIATIONS.values() for s in forms)
 
@@ -348,11 +349,33 @@ class Lexicon:
         return b in ABBREVIATIONS.get(a, ()) or a in ABBREVIATIONS.get(b, ())
 
     def _dominant(self, segment: str, senses: int) -> list[Synset]:
-        synsets = self.synsets(segment)
-        if not synsets:
+        found = self._senses.get(segment)
+        if found is None:
+            found = self._frequent_senses(segment)
+            self._senses[segment] = found
+        return found[:senses]
+
+    def _frequent_senses(self, segment: str) -> list[Synset]:
+        """The frequent senses of the segment's dominant part of speech.
+
+        The part of speech with the largest SemCor count wins (``first`` is an adjective,
+        ``name`` a noun); its first sense always counts, later ones only with at least a tenth
+        of the top sense's count — so ``number`` keeps *figure* but not *routine*.
+        """
+        key = segment.replace(" ", "_")
+        by_pos: dict[str, list[tuple[Synset, int]]] = {}
+        for synset in self.synsets(segment):
+            pos = synset.pos().replace("s", "a")
+            base = self.wn.morphy(key, pos) or key
+            count = sum(lemma.count() for lemma in synset.lemmas() if lemma.name().lower() == base)
+            by_pos.setdefault(pos, []).append((synset, count))
+        if not by_pos:
             return []
-        pos = synsets[0].pos().replace("s", "a")
-        return [s for s in synsets if s.pos().replace("s", "a") == pos][:senses]
+        # max() keeps the first of equal totals: WordNet's own order (noun, verb, adjective).
+        pos = max(by_pos, key=lambda p: sum(c for _, c in by_pos[p]))
+        ranked = by_pos[pos]
+        top = max(c for _, c in ranked)
+        return [s for i, (s, c) in enumerate(ranked) if i == 0 or (c >= 1 and c >= top / 10)]
 
     def synonyms(self, segment: str) -> list[str]:
         """Lemmas sharing one of the three most frequent senses of ``segment``, sorted."""
@@ -403,12 +426,12 @@ class Lexicon:
         return self._cached("meronym", segment, compute)
 
     def antonyms(self, segment: str) -> list[str]:
-        """Antonyms of any sense, as WordNet records them on the segment's own lemma."""
+        """Antonyms of the frequent senses, as WordNet records them on the segment's lemma."""
 
         def compute() -> list[str]:
             out: dict[str, None] = {}
             own = self.forms(segment)
-            for s in self.synsets(segment):
+            for s in self._dominant(segment, 3):
                 for lemma in s.lemmas():
                     if lemma.name().replace("_", " ") not in own:
                         continue
@@ -476,13 +499,22 @@ def table_entity(table: Table, lexicon: Lexicon) -> str | None:
         words = split_name(candidate)
         if not 1 <= len(words) <= 2 or not all(w.isalpha() and w not in _STOP for w in words):
             continue
-        if not all(lexicon.known(w) for w in words):
+        if not all(_common_word(w, lexicon) for w in words):
             continue
         entity = singularise(" ".join(words))
         last = entity.split()[-1]
         if last not in _NOT_ENTITY and lexicon.wn.synsets(last, pos="n"):
             return entity
     return None
+
+
+def _common_word(word: str, lexicon: Lexicon) -> bool:
+    # A common noun or adjective of WordNet: "studio" yes, "gordon" or "ramsay" (names) no.
+    if not lexicon.known(word):
+        return False
+    return any(
+        lemma.name().lower() == lemma.name() for s in lexicon.synsets(word) for lemma in s.lemmas()
+    )
 
 
 def load_source_tables(
@@ -509,7 +541,8 @@ def from_table(table: Table, lexicon: Lexicon) -> SourceTable | None:
     columns: dict[str, SourceColumn] = {}
     for column in table.columns:
         text = clean_column(column.name, lexicon)
-        if text is not None and text not in columns:
+        # R's row labels ("row name") say nothing about what the table's columns mean.
+        if text is not None and text not in columns and text != "row name":
             columns[text] = SourceColumn(text, column.type)
     if len(columns) < 2:
         return None
@@ -554,7 +587,9 @@ class _Builder:
         """The column with up to ``max_words`` segments replaced by ``related`` words."""
         words = column.text.split()
         segments = self.lex.segments(words)
-        options = [i for i, s in enumerate(segments) if s not in _STOP and related(s)]
+        options = [
+            i for i, s in enumerate(segments) if s not in _STOP and not s.isdigit() and related(s)
+        ]
         if not options:
             return None
         chosen = self.rng.sample(options, min(len(options), self.rng.randint(1, max_words)))

@@ -1,0 +1,153 @@
+"""The client SDK in-process against the app (sync over TestClient, async over ASGITransport)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from service_fakes import FakePipeline, running_app, wtq_like_table
+
+import service
+from cta.judge.nli import JudgeColumn, JudgePair
+from cta.settings import Settings
+from cta.table import Table
+from service.app import create_app
+from service.client import AsyncClient, Client, ServiceError
+
+
+def test_public_names_are_exactly_the_sdk_and_the_app_factory() -> None:
+    assert service.__all__ == sorted(service.__all__)
+    assert service.__all__ == [
+        "AsyncClient",
+        "AsyncJob",
+        "Client",
+        "Job",
+        "ServiceError",
+        "create_app",
+    ]
+
+
+def test_sync_client_perturb_judge_and_a_job_with_progress(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    with running_app(settings) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)
+        result = cta.perturb(Table.parse(wtq_like_table()), seed=1, samples=1)
+        assert result.primary_entity == "filmography 0"
+        assert [s.kind for s in result.samples] == ["rpl", "add"]
+        pair = JudgePair(
+            entity="film", target=JudgeColumn(name="year"), candidate=JudgeColumn(name="Year")
+        )
+        scores = cta.judge([pair, {"target": {"name": "a"}, "candidate": {"name": "b"}}])
+        assert [s.verdict for s in scores] == ["RPL", "ADD"]
+
+        tables = [wtq_like_table(i) for i in range(7)] + [{"id": "empty", "columns": []}]
+        job = cta.submit(tables, {"seed": 5})
+        status = job.wait(progress=True, poll_interval=0.05, timeout=30)
+        items = list(job.results(page_size=3))
+        assert cta.job(job.id).status == status
+        assert [j.id for j in cta.jobs()] == [job.id]
+    assert (status.state, status.done, status.failed) == ("done", 7, 1)
+    assert [i.index for i in items] == list(range(8))
+    assert items[7].error is not None and items[7].error.problem == "no_columns"
+    assert all(i.result is not None for i in items[:7])
+    assert "job " in capsys.readouterr().err  # the tqdm bar
+
+
+def test_sync_client_raises_service_errors_with_the_problem_code(tmp_path: Path) -> None:
+    with running_app(Settings(home=tmp_path), workers=0) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)
+        bad = wtq_like_table()
+        bad["target_columns"] = ["Nope"]
+        with pytest.raises(ServiceError) as err:
+            cta.perturb(bad)
+        assert (err.value.status_code, err.value.problem) == (422, "unknown_column")
+        with pytest.raises(ServiceError) as missing:
+            cta.job("0" * 32)
+        assert missing.value.status_code == 404
+        job = cta.submit([wtq_like_table()])
+        assert job.cancel().state == "cancelled"
+
+
+def test_async_client_against_the_app_in_process(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+
+    def slow_to_load(s: Settings) -> FakePipeline:
+        time.sleep(0.3)
+        return FakePipeline(s)
+
+    app = create_app(settings, slow_to_load)  # type: ignore[arg-type]
+
+    async def scenario() -> tuple[list[str], list[int]]:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            cta = AsyncClient("http://testserver", transport=transport, max_backoff=0.1)
+            async with cta:
+                assert not (await cta.ready()).ready
+                # the first answers are 503 (still loading): the client retries them
+                results = await asyncio.gather(*(cta.perturb(wtq_like_table(i)) for i in range(4)))
+                job = await cta.submit([wtq_like_table(i) for i in range(3)])
+                await job.wait(poll_interval=0.05, timeout=30)
+                indices = [item.index async for item in job.results(page_size=2)]
+        return [r.table_id or "" for r in results], indices
+
+    ids, indices = asyncio.run(scenario())
+    assert ids == ["t0", "t1", "t2", "t3"]
+    assert indices == [0, 1, 2]
+
+
+def _scripted(*answers: httpx.Response | type[Exception]) -> tuple[httpx.Client, list[str]]:
+    seen: list[str] = []
+    queue = list(answers)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url.path}")
+        answer = queue.pop(0)
+        if isinstance(answer, httpx.Response):
+            return answer
+        raise answer("scripted", request=request)  # type: ignore[call-arg]
+
+    return httpx.Client(transport=httpx.MockTransport(handler)), seen
+
+
+_OK_JUDGE = httpx.Response(200, json={"scores": [{"e1": 0.9, "e2": 0.9, "verdict": "RPL"}]})
+_PAIR = {"target": {"name": "a"}, "candidate": {"name": "b"}}
+
+
+def test_retries_429_503_and_refused_connections_then_succeeds() -> None:
+    http, seen = _scripted(
+        httpx.Response(
+            429, headers={"Retry-After": "0"}, json={"problem": "overloaded", "message": "m"}
+        ),
+        httpx.Response(503, json={"problem": "not_ready", "message": "m"}),
+        httpx.ConnectError,
+        _OK_JUDGE,
+    )
+    cta = Client("http://svc", http_client=http, backoff=0)
+    assert cta.judge([_PAIR])[0].verdict == "RPL"
+    assert seen == ["POST /v1/judge"] * 4
+
+
+def test_gives_up_after_the_retry_budget_with_the_last_error() -> None:
+    busy = httpx.Response(
+        429, headers={"Retry-After": "0"}, json={"problem": "overloaded", "message": "full"}
+    )
+    http, seen = _scripted(busy, busy, busy)
+    cta = Client("http://svc", http_client=http, retries=2, backoff=0)
+    with pytest.raises(ServiceError) as err:
+        cta.judge([_PAIR])
+    assert (err.value.status_code, err.value.problem, len(seen)) == (429, "overloaded", 3)
+
+
+def test_a_job_submission_is_not_retried_after_the_request_may_have_arrived() -> None:
+    http, seen = _scripted(httpx.ReadError)
+    cta = Client("http://svc", http_client=http, backoff=0)
+    with pytest.raises(httpx.ReadError):
+        cta.submit([wtq_like_table()])
+    assert seen == ["POST /v1/jobs"]
+    http, seen = _scripted(httpx.ReadError, _OK_JUDGE)  # pure operations are retried
+    assert Client("http://svc", http_client=http, backoff=0).judge([_PAIR])[0].e1 == 0.9
