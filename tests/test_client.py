@@ -35,7 +35,7 @@ def test_sync_client_perturb_judge_and_a_job_with_progress(
 ) -> None:
     settings = Settings(home=tmp_path, job_poll_seconds=0.05)
     with running_app(settings) as (http, _):
-        cta = Client("http://testserver", http_client=http, backoff=0)
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         result = cta.perturb(Table.parse(wtq_like_table()), seed=1, samples=1)
         assert result.primary_entity == "filmography 0"
         assert [s.kind for s in result.samples] == ["rpl", "add"]
@@ -60,7 +60,7 @@ def test_sync_client_perturb_judge_and_a_job_with_progress(
 
 def test_sync_client_raises_service_errors_with_the_problem_code(tmp_path: Path) -> None:
     with running_app(Settings(home=tmp_path), workers=0) as (http, _):
-        cta = Client("http://testserver", http_client=http, backoff=0)
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         bad = wtq_like_table()
         bad["target_columns"] = ["Nope"]
         with pytest.raises(ServiceError) as err:

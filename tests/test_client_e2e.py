@@ -81,7 +81,8 @@ def _exercise(url: str, tmp_path: Path, api_key: str | None = None) -> None:
         table = wtq_like_table()
         result = cta.perturb(table, seed=0, samples=1)
         assert result.table_id == "t0" and result.primary_entity
-        assert [c.column for c in result.columns] == [c["name"] for c in table["columns"]]  # type: ignore[union-attr]
+        names = [c["name"] for c in table["columns"]]  # type: ignore[attr-defined]
+        assert [c.column for c in result.columns] == names
         assert {s.kind for s in result.samples} <= {"rpl", "add"}
         scores = cta.judge(
             [{"entity": "film", "target": {"name": "year"}, "candidate": {"name": "year"}}]
@@ -93,18 +94,30 @@ def _exercise(url: str, tmp_path: Path, api_key: str | None = None) -> None:
     dataset = tmp_path / "tables.jsonl"
     dataset.write_text("".join(json.dumps(wtq_like_table(i)) + "\n" for i in range(4)))
     out = tmp_path / "results.jsonl"
+    submit = _cli(tmp_path, url, api_key, "submit", str(dataset), "--wait", "-o", str(out))
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(x["index"], x["status"]) for x in lines] == [(i, "done") for i in range(4)]
+    assert "4 done, 0 failed" in submit.stderr
+    job_id = submit.stderr.split("job ", 1)[1].split(":", 1)[0]
+    status = json.loads(_cli(tmp_path, url, api_key, "status", job_id).stdout)
+    assert (status["id"], status["state"], status["done"]) == (job_id, "done", 4)
+    results = _cli(tmp_path, url, api_key, "results", job_id).stdout.splitlines()
+    assert [json.loads(line) for line in results] == lines
+
+
+def _cli(
+    tmp_path: Path, url: str, api_key: str | None, *args: str
+) -> subprocess.CompletedProcess[str]:
     key = ["--api-key", api_key] if api_key else []
     run = subprocess.run(
-        [str(CTA), "jobs", "submit", str(dataset), "--wait", "--url", url, "-o", str(out), *key],
+        [str(CTA), "jobs", *args, "--url", url, *key],
         env=_env(tmp_path / "client-home"),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(x["index"], x["status"]) for x in lines] == [(i, "done") for i in range(4)]
-    assert "4 done, 0 failed" in run.stderr
+    return run
 
 
 @pytest.mark.slow

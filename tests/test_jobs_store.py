@@ -83,6 +83,20 @@ def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
     store.close()
 
 
+def test_sqlite_readers_do_not_wait_for_a_writer(tmp_path: Path) -> None:
+    store = JobStore(f"sqlite:///{tmp_path / 'j.sqlite3'}")
+    store.migrate()
+    job = store.create_job("tables", None, PerturbOptions(), _items(2))
+    with store.engine.begin():  # a writer holds the write lock (BEGIN IMMEDIATE)
+        started = time.monotonic()
+        status = store.get_job(job.id, None)
+        page = store.results(job.id, None, 0, 10)
+        assert time.monotonic() - started < 1.0
+    assert status is not None and status.pending == 2
+    assert page is not None and len(page.items) == 2
+    store.close()
+
+
 def test_claims_never_overlap_and_commits_finish_the_job(store: JobStore) -> None:
     job = store.create_job("tables", None, PerturbOptions(seed=4), _items(5))
     first = store.claim("a", 3, 60, 3)

@@ -569,32 +569,45 @@ def synthesise_rows(
                 (table, column)
             )
 
-    # One value domain per class: the class's literals first, then generated values, as
-    # many as the biggest member table has rows (so a key column can be all distinct).
+    # One value domain per class: the class's literals first, then generated values. A
+    # class with a single-column key is as big as the smallest keyed table, so every
+    # value of it exists in every key column (foreign keys draw only from it); bigger key
+    # columns continue with spare values beyond the domain.
     domain_of: dict[tuple[str, str], list[Any]] = {}
+    spare_of: dict[tuple[str, str], list[Any]] = {}
+    keyed_of: dict[tuple[str, str], bool] = {}
     for root in sorted(members):
         group = members[root]
+        keyed = [n_rows[t.name] for t, c in group if _single_key(t, c)]
+        size = min(keyed) if keyed else max(n_rows[t.name] for t, _ in group)
+        wanted = max(n_rows[t.name] for t, _ in group)
         column_type = _class_type(group)
         literals = _distinct(v for t, c in group for v in literal_of.get(_key(t.name, c.name), []))
-        size = max(n_rows[t.name] for t, _ in group)
+        values = literals[:size]
+        keys = {_value_key(v) for v in values}
         rng = seeded_rng(seed, "domain", *root)
-        domain = list(literals)
-        keys = {_value_key(v) for v in domain}
         attempts = 0
-        while len(domain) < size and attempts < 50 * size:
+        while len(values) < wanted and attempts < 50 * wanted:
             attempts += 1
             value = _domain_value(column_type, literals, rng)
             if _value_key(value) not in keys:
                 keys.add(_value_key(value))
-                domain.append(value)
-        domain_of[root] = domain
+                values.append(value)
+        domain_of[root], spare_of[root] = values[:size], values[size:]
+        keyed_of[root] = bool(keyed)
 
     rows: dict[str, list[tuple[Any, ...]]] = {}
     for table in schema.tables:
         rows[table.name] = _table_rows(
-            table, n_rows[table.name], seed, domains, domain_of, literal_of
+            table, n_rows[table.name], seed, domains, domain_of, spare_of, keyed_of, literal_of
         )
     return rows
+
+
+def _single_key(table: SqlTable, column: SqlColumn) -> bool:
+    return len(table.primary_key) == 1 and sqlite_fold(table.primary_key[0]) == sqlite_fold(
+        column.name
+    )
 
 
 def _class_type(group: Sequence[tuple[SqlTable, SqlColumn]]) -> ColumnType:
@@ -612,6 +625,8 @@ def _table_rows(
     seed: int,
     domains: _Domains,
     domain_of: Mapping[tuple[str, str], list[Any]],
+    spare_of: Mapping[tuple[str, str], list[Any]],
+    keyed_of: Mapping[tuple[str, str], bool],
     literal_of: Mapping[tuple[str, str], list[Any]],
 ) -> list[tuple[Any, ...]]:
     rng = seeded_rng(seed, "table", sqlite_fold(table.name))
@@ -619,16 +634,21 @@ def _table_rows(
     columns: list[list[Any]] = []
     for i, column in enumerate(table.columns):
         key = _key(table.name, column.name)
-        domain = domain_of[domains.find(key)]
-        literals = literal_of.get(key, [])
+        root = domains.find(key)
+        domain = domain_of[root]
         if pk == [i]:
-            # single-column key: distinct values, the literals among them
+            # single-column key: the whole domain (literals among it), then spare values
             order = list(domain)
             rng.shuffle(order)
-            need = n - len(order)
-            extra = [f"{column.name}_{j}" for j in range(max(need, 0))]
-            columns.append((order + extra)[:n])
+            order += spare_of[root]
+            order += [f"{column.name}_{j}" for j in range(max(n - len(order), 0))]
+            columns.append(order[:n])
             continue
+        literals = literal_of.get(key, [])
+        if keyed_of[root]:
+            # a foreign key only takes values its referenced key holds
+            allowed = {_value_key(v) for v in domain}
+            literals = [v for v in literals if _value_key(v) in allowed]
         cells = []
         for _ in range(n):
             if literals and rng.random() < POOL_SHARE:

@@ -23,12 +23,11 @@ The protocol core is format-neutral (:func:`run_protocol` over :class:`SqlExampl
 
 from __future__ import annotations
 
-import logging
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,6 +68,7 @@ __all__ = [
     "ProtocolResult",
     "Proposer",
     "SqlExample",
+    "Variant",
     "VerificationRecord",
     "VerificationReport",
     "materialise",
@@ -77,10 +77,9 @@ __all__ = [
     "perturb_wikisql",
     "perturb_wtq",
     "run_protocol",
+    "spider_inputs",
     "verify",
 ]
-
-log = logging.getLogger(__name__)
 
 Proposer = Callable[[Sequence[Table]], list[PerturbationResult]]
 """Judged candidates for tables (the CTA pipeline's ``perturb_many``, or a stand-in)."""
@@ -154,7 +153,6 @@ class ProtocolResult:
     variants: dict[str, Variant]
     bound: dict[str, BoundQuery | SqlRewriteError]
     seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 # -- the protocol -----------------------------------------------------------------------------------
@@ -220,6 +218,49 @@ def _table_index(db: Database, name: str) -> int:
     raise KeyError(name)
 
 
+@dataclass
+class _Sampled:
+    """The perturbation of one example's tables under one kind and seed."""
+
+    changes: dict[str, tuple[NewColumn, ...]]
+    mapping: dict[str, dict[str, str]]
+    sql_mapping: dict[str, dict[str, str]]
+    unperturbed: dict[str, dict[str, str]]
+
+
+def _sample_tables(
+    bound: BoundQuery,
+    db: Database,
+    request_of: Mapping[tuple[str, int], Table],
+    result_of: Mapping[tuple[str, int], PerturbationResult],
+    kind: Kind,
+    seed: int,
+    values: ValueMode,
+) -> _Sampled:
+    """Perturb every table the query mentions: each of its mentioned columns once."""
+    sampled = _Sampled({}, {}, {}, {})
+    for t, table in enumerate(db.schema.tables):
+        mentioned = [
+            r.column for r in bound.columns if sqlite_fold(r.table) == sqlite_fold(table.name)
+        ]
+        if not mentioned:
+            continue
+        natural_table = request_of[(db.db_id, t)]
+        columns = [natural_table.column(c).name for c in mentioned]
+        [pt] = sample_perturbations(
+            natural_table, result_of[(db.db_id, t)], kind, 1, seed, columns=columns, values=values
+        )
+        if pt.unperturbed:
+            sampled.unperturbed[table.name] = dict(pt.unperturbed)
+        if not pt.mapping:
+            continue
+        new_columns = _new_columns(natural_table, pt, table.columns)
+        sampled.changes[table.name] = new_columns
+        sampled.mapping[table.name] = dict(pt.mapping)
+        sampled.sql_mapping[table.name] = _sql_mapping(natural_table, pt, new_columns)
+    return sampled
+
+
 def run_protocol(
     examples: Sequence[SqlExample],
     databases: Mapping[str, Database],
@@ -280,38 +321,8 @@ def run_protocol(
                         )
                     )
                     continue
-                changes: dict[str, tuple[NewColumn, ...]] = {}
-                mapping: dict[str, dict[str, str]] = {}
-                sql_mapping: dict[str, dict[str, str]] = {}
-                unperturbed: dict[str, dict[str, str]] = {}
-                for t, table in enumerate(db.schema.tables):
-                    mentioned = [
-                        r.column
-                        for r in b.columns
-                        if sqlite_fold(r.table) == sqlite_fold(table.name)
-                    ]
-                    if not mentioned:
-                        continue
-                    natural_table = request_of[(ex.db_id, t)]
-                    columns = [natural_table.column(c).name for c in mentioned]
-                    [pt] = sample_perturbations(
-                        natural_table,
-                        result_of[(ex.db_id, t)],
-                        kind,
-                        1,
-                        seed,
-                        columns=columns,
-                        values=values,
-                    )
-                    if pt.unperturbed:
-                        unperturbed[table.name] = dict(pt.unperturbed)
-                    if not pt.mapping:
-                        continue
-                    new_columns = _new_columns(natural_table, pt, table.columns)
-                    changes[table.name] = new_columns
-                    mapping[table.name] = dict(pt.mapping)
-                    sql_mapping[table.name] = _sql_mapping(natural_table, pt, new_columns)
-                if not changes:
+                sampled = _sample_tables(b, db, request_of, result_of, kind, seed, values)
+                if not sampled.changes:
                     out.append(
                         PerturbedExample(
                             id=ex.id,
@@ -320,17 +331,17 @@ def run_protocol(
                             db_id=ex.db_id,
                             perturbed_db_id=ex.db_id,
                             sql=ex.sql,
-                            unperturbed=unperturbed,
+                            unperturbed=sampled.unperturbed,
                         )
                     )
                     continue
-                signature = (ex.db_id, kind, seed, tuple(sorted(changes.items())))
+                signature = (ex.db_id, kind, seed, tuple(sorted(sampled.changes.items())))
                 variant_id = variant_of.get(signature)
                 if variant_id is None:
                     n = counts[(ex.db_id, kind, seed)]
                     counts[(ex.db_id, kind, seed)] += 1
                     variant_id = f"{ex.db_id}_{kind}_s{seed}_v{n}"
-                    perturbation = SchemaPerturbation(changes)
+                    perturbation = SchemaPerturbation(sampled.changes)
                     variants[variant_id] = Variant(
                         db_id=variant_id,
                         source=ex.db_id,
@@ -358,9 +369,9 @@ def run_protocol(
                         perturbed_db_id=variant_id,
                         sql=sql,
                         problem=problem,
-                        mapping=mapping,
-                        sql_mapping=sql_mapping,
-                        unperturbed=unperturbed,
+                        mapping=sampled.mapping,
+                        sql_mapping=sampled.sql_mapping,
+                        unperturbed=sampled.unperturbed,
                     )
                 )
     return ProtocolResult(out, variants, bound, seconds=time.perf_counter() - started)

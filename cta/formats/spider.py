@@ -43,6 +43,8 @@ __all__ = [
     "natural_tables",
     "perturbed_entry",
     "perturbed_record",
+    "query_tokens",
+    "remap_sql",
     "spider_schema",
     "write_json",
 ]

@@ -111,7 +111,11 @@ def train_judge(
 
     batches_per_epoch = math.ceil(len(training) / batch_size)
     total_steps = max(1, math.ceil(batches_per_epoch * epochs))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+    # Word embeddings stay frozen: words the supervision never shows keep their pretrained
+    # meaning, and the 30k-row matrix would dominate each optimiser step on a CPU.
+    model.get_input_embeddings().weight.requires_grad_(False)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.01)
     schedule = get_linear_schedule_with_warmup(optimizer, round(0.06 * total_steps), total_steps)
     order_rng = random.Random(seed)
     model.train()
@@ -126,7 +130,7 @@ def train_judge(
             target = torch.tensor([labels[i] for i in rows])
             loss = model(**batch, labels=target).loss
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()

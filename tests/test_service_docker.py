@@ -1,0 +1,72 @@
+"""docker/: the compose stack is complete and valid, and the images follow the README's steps."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+DOCKER = REPO / "docker"
+
+
+def _run_steps(dockerfile: Path) -> str:
+    text = dockerfile.read_text(encoding="utf-8").replace("\\\n", " ")
+    return " ".join(" ".join(step.split()) for step in re.findall(r"^RUN (.+)$", text, re.M))
+
+
+def test_compose_runs_api_worker_and_postgres_on_a_volume() -> None:
+    compose = yaml.safe_load((DOCKER / "compose.yaml").read_text(encoding="utf-8"))
+    services = compose["services"]
+    assert {"api", "worker", "postgres", "migrate"} <= set(services)
+    assert services["api"]["command"][:2] == ["cta", "serve"]
+    assert services["worker"]["command"] == ["cta", "worker"]
+    assert services["migrate"]["command"] == ["cta", "jobs", "migrate"]
+    for name in ("api", "worker", "migrate"):
+        env = services[name]["environment"]
+        assert env["CTA_DATABASE_URL"].startswith("postgresql+psycopg://")
+        assert services[name]["build"]["dockerfile"] == "docker/Dockerfile"
+    assert "CTA_API_KEYS" in services["api"]["environment"]  # binds 0.0.0.0 in its container
+    volume = services["postgres"]["volumes"][0].split(":")[0]
+    assert volume in compose["volumes"]
+
+
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.cuda"])
+def test_images_bake_the_artefacts_with_the_readmes_steps(name: str) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    steps = _run_steps(DOCKER / name)
+    for step in ("bash scripts/install", "cta setup"):
+        assert step in steps and step.split()[-1] in readme
+    assert "wordnet-base wordnet-sense-index" in steps
+    text = (DOCKER / name).read_text(encoding="utf-8")
+    assert "HF_HUB_OFFLINE=1" in text and "CTA_HOME=/opt/cta" in text
+    for copied in re.findall(r"^COPY (\S+)", text, flags=re.MULTILINE):
+        assert (REPO / copied).exists(), f"{name} copies {copied}, which is missing"
+
+
+def test_docker_compose_config_validates() -> None:
+    """`docker compose config` (plugin) or `docker-compose config` (Debian's docker-compose)."""
+    if shutil.which("docker-compose"):
+        cmd = ["docker-compose"]
+    elif (
+        shutil.which("docker")
+        and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0
+    ):
+        cmd = ["docker", "compose"]
+    else:
+        pytest.skip(
+            "neither `docker compose` nor `docker-compose` is installed (apt-get install docker-compose)"
+        )
+    run = subprocess.run(
+        [*cmd, "-f", str(DOCKER / "compose.yaml"), "config", "--quiet"],
+        env={**os.environ, "CTA_API_KEYS": '["test-key"]'},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr

@@ -1,0 +1,78 @@
+"""Execution checks: statuses, multiset vs ordered comparison, float tolerance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database
+from cta.apply.verify import (
+    ExecutionError,
+    execute,
+    has_top_level_order,
+    same_results,
+    verify_query,
+)
+from cta.table import ColumnType
+
+
+@pytest.fixture()
+def dbs(tmp_path: Path) -> tuple[Path, Path]:
+    original = SqlSchema(
+        (SqlTable("t", (SqlColumn("name"), SqlColumn("score", ColumnType.NUMBER))),)
+    )
+    renamed = SqlSchema(
+        (SqlTable("t", (SqlColumn("full name"), SqlColumn("score", ColumnType.NUMBER))),)
+    )
+    rows = {"t": [("a", 1.0), ("b", 2.5), ("c", 2.5)]}
+    create_database(tmp_path / "o.sqlite", original, rows)
+    create_database(tmp_path / "p.sqlite", renamed, rows)
+    return tmp_path / "o.sqlite", tmp_path / "p.sqlite"
+
+
+def test_same_results_multiset_and_order() -> None:
+    assert same_results([(1,), (2,)], [(2,), (1,)], ordered=False)
+    assert not same_results([(1,), (2,)], [(2,), (1,)], ordered=True)
+    assert not same_results([(1,), (1,)], [(1,)], ordered=False)  # multiplicity counts
+    assert same_results([(0.1 + 0.2,)], [(0.3,)], ordered=True)
+    assert not same_results([(0.3001,)], [(0.3,)], ordered=True)
+
+
+def test_top_level_order() -> None:
+    assert has_top_level_order("SELECT a FROM t ORDER BY a")
+    assert has_top_level_order("SELECT a FROM t UNION SELECT a FROM u ORDER BY a")
+    assert not has_top_level_order("SELECT a FROM (SELECT a FROM t ORDER BY a LIMIT 2)")
+
+
+def test_statuses(dbs: tuple[Path, Path]) -> None:
+    o, p = dbs
+    sql = "SELECT name FROM t WHERE score > 2"
+    ok = verify_query(o, sql, p, 'SELECT "full name" FROM t WHERE score > 2')
+    assert (ok.status, ok.rows) == ("ok", 2)
+    wrong = verify_query(o, sql, p, 'SELECT "full name" FROM t WHERE score >= 1')
+    assert wrong.status == "mismatch" and "2 rows originally, 3 after" in wrong.reason
+    order = verify_query(
+        o,
+        "SELECT name FROM t ORDER BY name",
+        p,
+        'SELECT "full name" FROM t ORDER BY "full name" DESC',
+    )
+    assert order.status == "mismatch"
+    stale = verify_query(o, sql, p, sql)  # the old name no longer exists
+    assert stale.status == "rewrite_error" and "no such column: name" in stale.reason
+    broken = verify_query(o, "SELECT nope FROM t", p, "SELECT nope FROM t")
+    assert broken.status == "original_error"
+    parse = verify_query(o, sql, p, None, "parse_error: invalid expression")
+    assert parse.status == "parse_error"
+    refused = verify_query(o, sql, p, None, "unsupported: USING join")
+    assert (refused.status, refused.reason) == ("rewrite_error", "unsupported: USING join")
+
+
+def test_execute_is_read_only_and_reports_errors(dbs: tuple[Path, Path]) -> None:
+    o, _ = dbs
+    with pytest.raises(ExecutionError):
+        execute(o, "DELETE FROM t")
+    assert len(execute(o, "SELECT * FROM t")) == 3
+    with pytest.raises(ExecutionError):
+        execute(o.with_name("missing.sqlite"), "SELECT 1")
