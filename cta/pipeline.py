@@ -10,7 +10,6 @@ time in model forward passes rather than in Python.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,7 +29,7 @@ from cta.results import (
     PerturbationResult,
 )
 from cta.settings import Settings, get_settings
-from cta.table import Column, Table
+from cta.table import Column, Table, name_key
 
 if TYPE_CHECKING:
     from cta.judge import BidirectionalJudge, JudgePair
@@ -50,12 +49,6 @@ class PerturbOptions(BaseModel):
     samples: int = Field(
         default=0, ge=0, le=20, description="Perturbed tables to draw of each kind (ADVETA)"
     )
-
-
-def normalise_name(name: str) -> str:
-    """Comparison key for column names: case, underscores, hyphens and spacing ignored."""
-    name = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
-    return " ".join(re.split(r"[\s_\-]+", name.casefold())).strip()
 
 
 @dataclass
@@ -177,7 +170,6 @@ class Pipeline:
         self, tables: Sequence[Table], options: PerturbOptions | None = None
     ) -> list[PerturbationResult]:
         """:meth:`perturb` for many tables, with the judge's work batched across all of them."""
-        from cta.judge import JudgePair
 
         options = options or PerturbOptions()
         rpl_thr = _pick(options.rpl_threshold, self.settings.rpl_threshold)
@@ -186,25 +178,25 @@ class Pipeline:
 
         # Pass 1: every candidate against its own target column (serves RPL and the first
         # ADD check), one batched call over all tables.
-        first: list[JudgePair] = []
+        first: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
             for target in plan.table.targets():
                 for cand in _union(plan.rpl[target.name], plan.add[target.name]):
-                    first.append(_pair(plan.entity, target, cand))
-        first_scores = dict(zip(_keys(first), self.judge_model.score(first), strict=True))
+                    first[_key(plan.entity, target, cand)] = (plan.entity, target, cand)
+        first_scores = self._score(first)
 
         # Pass 2: ADD survivors against every *other* column of their table.
-        second: list[JudgePair] = []
+        second: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
             for target in plan.table.targets():
                 for cand in plan.add[target.name]:
-                    e1, e2 = first_scores[_key(_pair(plan.entity, target, cand))]
+                    e1, e2 = first_scores[_key(plan.entity, target, cand)]
                     if not is_add_against(e1, e2, add_thr):
                         continue
                     for other in plan.table.columns:
                         if other.name != target.name:
-                            second.append(_pair(plan.entity, other, cand))
-        second_scores = dict(zip(_keys(second), self.judge_model.score(second), strict=True))
+                            second[_key(plan.entity, other, cand)] = (plan.entity, other, cand)
+        second_scores = self._score(second)
 
         results = []
         for plan in plans:
@@ -213,15 +205,22 @@ class Pipeline:
             )
         return results
 
+    def _score(
+        self, pairs: dict[_Key, tuple[str | None, Column, Candidate]]
+    ) -> dict[_Key, tuple[float, float]]:
+        """Judge every (column, candidate) pair once, in one batched call."""
+        judged = [_pair(entity, column, cand) for entity, column, cand in pairs.values()]
+        return dict(zip(pairs, self.judge_model.score(judged), strict=True))
+
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         entity, source = self.primary_entity(table)
         report = self._candidates(table, entity, seed)
         plan = _TablePlan(table=table, entity=entity, entity_source=source, report=report)
-        own = {normalise_name(c.name) for c in table.columns}
+        own = {name_key(c.name) for c in table.columns}
         for col in report.columns:
-            rpl = [c for c in _union(col.retrieved, col.dictionary) if normalise_name(c.name) not in own]
+            rpl = [c for c in _union(col.retrieved, col.dictionary) if name_key(c.name) not in own]
             plan.rpl[col.column] = rpl
-            plan.add[col.column] = [c for c in col.retrieved if normalise_name(c.name) not in own]
+            plan.add[col.column] = [c for c in col.retrieved if name_key(c.name) not in own]
         return plan
 
     def _decide(
@@ -230,26 +229,28 @@ class Pipeline:
         options: PerturbOptions,
         rpl_thr: float,
         add_thr: float,
-        first: dict[tuple[str, str, str, str, str], tuple[float, float]],
-        second: dict[tuple[str, str, str, str, str], tuple[float, float]],
+        first: dict[_Key, tuple[float, float]],
+        second: dict[_Key, tuple[float, float]],
     ) -> PerturbationResult:
         columns = []
         limit = options.max_candidates
         for target in plan.table.targets():
             replace: list[Decision] = []
             for cand in plan.rpl[target.name]:
-                e1, e2 = first[_key(_pair(plan.entity, target, cand))]
+                e1, e2 = first[_key(plan.entity, target, cand)]
                 if is_rpl(e1, e2, rpl_thr):
                     replace.append(_decision(cand, e1, e2))
             add: list[Decision] = []
             for cand in plan.add[target.name]:
-                e1, e2 = first[_key(_pair(plan.entity, target, cand))]
-                against = [(e1, e2)] + [
-                    second[_key(_pair(plan.entity, other, cand))]
+                e1, e2 = first[_key(plan.entity, target, cand)]
+                if not is_add_against(e1, e2, add_thr):
+                    continue  # pass 2 only scored the survivors of the target check
+                others = [
+                    second[_key(plan.entity, other, cand)]
                     for other in plan.table.columns
-                    if other.name != target.name and is_add_against(e1, e2, add_thr)
+                    if other.name != target.name
                 ]
-                if passes_add(against, add_thr):
+                if passes_add([(e1, e2), *others], add_thr):
                     add.append(_decision(cand, e1, e2))
             # RPL: most mutually entailed first; ADD: keep the reranker's association order.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
@@ -300,7 +301,7 @@ def _union(first: Sequence[Candidate], second: Sequence[Candidate]) -> list[Cand
     seen: set[str] = set()
     out = []
     for cand in [*first, *second]:
-        key = normalise_name(cand.name)
+        key = name_key(cand.name)
         if key not in seen:
             seen.add(key)
             out.append(cand)
@@ -319,18 +320,12 @@ def _pair(entity: str | None, target: Column, cand: Candidate) -> JudgePair:
     )
 
 
-def _key(pair: JudgePair) -> tuple[str, str, str, str, str]:
-    return (
-        pair.entity or "",
-        pair.target.name,
-        str(pair.target.type),
-        pair.candidate.name,
-        str(pair.candidate.type),
-    )
+_Key = tuple[str, str, str, str, str]
 
 
-def _keys(pairs: Sequence[JudgePair]) -> list[tuple[str, str, str, str, str]]:
-    return [_key(p) for p in pairs]
+def _key(entity: str | None, column: Column, cand: Candidate) -> _Key:
+    """Identity of a judged (column, candidate) pair in a table's context."""
+    return (entity or "", column.name, str(column.type), cand.name, str(cand.type))
 
 
 def _decision(cand: Candidate, e1: float, e2: float) -> Decision:

@@ -6,10 +6,17 @@ A :class:`Table` is validated on construction; invalid input raises
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+def name_key(name: str) -> str:
+    """Comparison key of a column name: case, camelCase, ``_``/``-`` and spacing ignored."""
+    name = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return " ".join(re.split(r"[\s_\-]+", name.casefold())).strip()
 
 
 class ColumnType(StrEnum):

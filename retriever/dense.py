@@ -13,12 +13,11 @@ from collections.abc import Sequence
 from cta import registry
 from cta.components import RetrievedTable, TableEncoder
 from cta.settings import Settings
-from cta.table import Column, Table
+from cta.table import Column, Table, name_key
 from retriever.index import (
     IndexNotFoundError,
     TableIndex,
     fingerprint,
-    normalise_column_name,
 )
 
 __all__ = [
@@ -85,12 +84,12 @@ def candidate_pool(
     retrieved tables appears once, as first seen, with every table id it came from. Order:
     retrieved tables best first, then column order.
     """
-    own = {normalise_column_name(c.name) for c in table.columns}
-    own |= {normalise_column_name(c.original_name) for c in table.columns if c.original_name}
+    own = {name_key(c.name) for c in table.columns}
+    own |= {name_key(c.original_name) for c in table.columns if c.original_name}
     pool: dict[str, tuple[Column, list[str]]] = {}
     for hit in retrieved:
         for column in hit.columns:
-            key = normalise_column_name(column.name)
+            key = name_key(column.name)
             if not key or key in own:
                 continue
             if key not in pool:

@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from cta.components import TableEncoder
 from cta.settings import Settings
-from cta.table import Column, Table
+from cta.table import Column, Table, name_key
 from retriever.corpus import Corpus, CorpusSpec
 
 __all__ = [
@@ -54,7 +54,6 @@ __all__ = [
     "build_from_recipe",
     "build_index",
     "fingerprint",
-    "normalise_column_name",
 ]
 
 log = logging.getLogger(__name__)
@@ -80,15 +79,10 @@ class BrokenIndexError(RuntimeError):
     """An index folder whose files disagree (counts, dimension) or cannot be read."""
 
 
-def normalise_column_name(name: str) -> str:
-    """Case-, space- and underscore-insensitive form of a column name."""
-    return " ".join(name.replace("_", " ").casefold().split())
-
-
 def fingerprint(name: str | None, columns: Iterable[str]) -> str:
     """Identity of a table regardless of id: normalised name + sorted normalised columns."""
-    cols = sorted(normalise_column_name(c) for c in columns)
-    return normalise_column_name(name or "") + "\x1f" + "\x1f".join(cols)
+    cols = sorted(name_key(c) for c in columns)
+    return name_key(name or "") + "\x1f" + "\x1f".join(cols)
 
 
 class IndexEntry(BaseModel):

@@ -23,31 +23,79 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 # A small corpus of real-looking tables on a few domains: header + two rows each.
 TINY_CORPUS: dict[str, list[tuple[str, str, str]]] = {
-    "novels": [("title", "Dune", "Emma"), ("writer", "Herbert", "Austen"),
-               ("publishing house", "Chilton", "Murray"), ("year", "1965", "1815")],
-    "library loans": [("book title", "Dune", "Ulysses"), ("borrower", "Kim", "Lee"),
-                      ("due date", "2020-01-02", "2020-02-03"), ("fine", "0.5", "1.0")],
-    "bookshop stock": [("isbn", "123", "456"), ("author", "Eco", "Roth"),
-                       ("cost", "9.99", "12.5"), ("discount", "0.1", "0.2"),
-                       ("page count", "300", "250")],
-    "albums": [("album", "Blue", "Kid A"), ("artist", "Mitchell", "Radiohead"),
-               ("label", "Reprise", "Parlophone"), ("release year", "1971", "2000")],
-    "singers": [("singer name", "Adele", "Bono"), ("age", "35", "63"),
-                ("nationality", "British", "Irish"), ("genre", "pop", "rock")],
-    "concerts": [("venue", "O2", "Wembley"), ("capacity", "20000", "90000"),
-                 ("city", "London", "London"), ("ticket price", "80", "120")],
-    "students": [("student name", "Ann", "Bob"), ("grade", "A", "B"),
-                 ("major", "math", "art"), ("advisor", "Lee", "Kim")],
-    "courses": [("course title", "Algebra", "Poetry"), ("instructor", "Lee", "Kim"),
-                ("credits", "3", "4"), ("department", "Math", "English")],
-    "flights": [("flight number", "BA1", "AF2"), ("origin", "LHR", "CDG"),
-                ("destination", "JFK", "NRT"), ("departure time", "09:00", "10:30")],
-    "airlines": [("airline", "Qantas", "KLM"), ("country", "Australia", "Netherlands"),
-                 ("fleet size", "130", "110"), ("founded", "1920", "1919")],
-    "cars": [("model", "Golf", "Civic"), ("horsepower", "150", "158"),
-             ("weight", "1300", "1250"), ("price", "25000", "23000")],
-    "football clubs": [("club", "Ajax", "Porto"), ("stadium", "Arena", "Dragao"),
-                       ("coach", "Ten Hag", "Conceicao"), ("points", "80", "85")],
+    "novels": [
+        ("title", "Dune", "Emma"),
+        ("writer", "Herbert", "Austen"),
+        ("publishing house", "Chilton", "Murray"),
+        ("year", "1965", "1815"),
+    ],
+    "library loans": [
+        ("book title", "Dune", "Ulysses"),
+        ("borrower", "Kim", "Lee"),
+        ("due date", "2020-01-02", "2020-02-03"),
+        ("fine", "0.5", "1.0"),
+    ],
+    "bookshop stock": [
+        ("isbn", "123", "456"),
+        ("author", "Eco", "Roth"),
+        ("cost", "9.99", "12.5"),
+        ("discount", "0.1", "0.2"),
+        ("page count", "300", "250"),
+    ],
+    "albums": [
+        ("album", "Blue", "Kid A"),
+        ("artist", "Mitchell", "Radiohead"),
+        ("label", "Reprise", "Parlophone"),
+        ("release year", "1971", "2000"),
+    ],
+    "singers": [
+        ("singer name", "Adele", "Bono"),
+        ("age", "35", "63"),
+        ("nationality", "British", "Irish"),
+        ("genre", "pop", "rock"),
+    ],
+    "concerts": [
+        ("venue", "O2", "Wembley"),
+        ("capacity", "20000", "90000"),
+        ("city", "London", "London"),
+        ("ticket price", "80", "120"),
+    ],
+    "students": [
+        ("student name", "Ann", "Bob"),
+        ("grade", "A", "B"),
+        ("major", "math", "art"),
+        ("advisor", "Lee", "Kim"),
+    ],
+    "courses": [
+        ("course title", "Algebra", "Poetry"),
+        ("instructor", "Lee", "Kim"),
+        ("credits", "3", "4"),
+        ("department", "Math", "English"),
+    ],
+    "flights": [
+        ("flight number", "BA1", "AF2"),
+        ("origin", "LHR", "CDG"),
+        ("destination", "JFK", "NRT"),
+        ("departure time", "09:00", "10:30"),
+    ],
+    "airlines": [
+        ("airline", "Qantas", "KLM"),
+        ("country", "Australia", "Netherlands"),
+        ("fleet size", "130", "110"),
+        ("founded", "1920", "1919"),
+    ],
+    "cars": [
+        ("model", "Golf", "Civic"),
+        ("horsepower", "150", "158"),
+        ("weight", "1300", "1250"),
+        ("price", "25000", "23000"),
+    ],
+    "football clubs": [
+        ("club", "Ajax", "Porto"),
+        ("stadium", "Arena", "Dragao"),
+        ("coach", "Ten Hag", "Conceicao"),
+        ("points", "80", "85"),
+    ],
 }
 
 
@@ -86,7 +134,9 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     save_vectors(build_glove_retrofit(wordnet, vocab_size=20_000), settings.resolved_vectors_path())
 
     encoder = registry.create("encoder", settings.encoder, settings)
-    build_corpus_index([f"csv-dir:{corpus}"], encoder, settings.resolved_index_dir(), progress=False)
+    build_corpus_index(
+        [f"csv-dir:{corpus}"], encoder, settings.resolved_index_dir(), progress=False
+    )
 
     base = tiny_checkpoint(work / "base", {0: "contradiction", 1: "entailment", 2: "neutral"})
     train_judge(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cta.judge import JudgeColumn, JudgePair
-from cta.pipeline import Pipeline, PerturbOptions, normalise_name
-from cta.table import Table
+from cta.pipeline import PerturbOptions, Pipeline
+from cta.table import Table, name_key
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,9 @@ def _books(**over: object) -> Table:
     return Table.parse({**BOOKS, **over})
 
 
-def _scores(pipeline: Pipeline, entity: str, target: str, ttype: str, name: str, ctype: str) -> tuple[float, float]:
+def _scores(
+    pipeline: Pipeline, entity: str, target: str, ttype: str, name: str, ctype: str
+) -> tuple[float, float]:
     pair = JudgePair(
         entity=entity,
         target=JudgeColumn(name=target, type=ttype),
@@ -46,12 +48,12 @@ def test_candidate_pools_come_from_retrieved_tables(tiny_pipeline: Pipeline) -> 
     assert report.primary_entity == "book"
     assert report.retrieved_tables, "the retriever found no table"
     assert [c.column for c in report.columns] == table.column_names
-    own = {normalise_name(n) for n in table.column_names}
+    own = {name_key(n) for n in table.column_names}
     for col in report.columns:
         assert 0 < len(col.retrieved) <= tiny_pipeline.settings.rerank_top_k
         scores = [c.score for c in col.retrieved]
         assert scores == sorted(scores, reverse=True)
-        assert all(normalise_name(c.name) not in own for c in col.retrieved)
+        assert all(name_key(c.name) not in own for c in col.retrieved)
         assert all(c.provenance for c in col.retrieved)
         assert all(c.source == "dictionary" for c in col.dictionary)
     # the nearest domain (books) should surface its columns in the pool
@@ -84,9 +86,11 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
     report = tiny_pipeline.candidates(table, seed=0)
     everything = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
     nothing = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=1.0, add_threshold=0.0))
-    for pool, all_in, none_in in zip(report.columns, everything.columns, nothing.columns, strict=True):
-        names = {normalise_name(c.name) for c in [*pool.retrieved, *pool.dictionary]}
-        assert {normalise_name(d.name) for d in all_in.replace} == names
+    for pool, all_in, none_in in zip(
+        report.columns, everything.columns, nothing.columns, strict=True
+    ):
+        names = {name_key(c.name) for c in [*pool.retrieved, *pool.dictionary]}
+        assert {name_key(d.name) for d in all_in.replace} == names
         assert {d.name for d in all_in.add} == {c.name for c in pool.retrieved}
         assert none_in.replace == [] and none_in.add == []
     limited = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, max_candidates=2))
@@ -119,11 +123,25 @@ def test_samples_perturb_every_target_once(tiny_pipeline: Pipeline) -> None:
             assert len(names) == 2 * len(table.column_names)
 
 
-def test_same_seed_same_bytes_across_processes(tiny_home: Path, tiny_env: dict[str, str], tmp_path: Path) -> None:
+def test_same_seed_same_bytes_across_processes(
+    tiny_home: Path, tiny_env: dict[str, str], tmp_path: Path
+) -> None:
     path = tmp_path / "books.json"
     path.write_text(json.dumps(BOOKS))
-    cmd = [sys.executable, "-m", "cta.cli.main", "perturb", str(path), "--seed", "7", "--samples", "1"]
-    runs = [subprocess.run(cmd, env=tiny_env, capture_output=True, check=True).stdout for _ in range(2)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cta.cli.main",
+        "perturb",
+        str(path),
+        "--seed",
+        "7",
+        "--samples",
+        "1",
+    ]
+    runs = [
+        subprocess.run(cmd, env=tiny_env, capture_output=True, check=True).stdout for _ in range(2)
+    ]
     assert runs[0] == runs[1]
     assert json.loads(runs[0])["primary_entity"] == "book"
 

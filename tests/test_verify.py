@@ -76,3 +76,21 @@ def test_execute_is_read_only_and_reports_errors(dbs: tuple[Path, Path]) -> None
     assert len(execute(o, "SELECT * FROM t")) == 3
     with pytest.raises(ExecutionError):
         execute(o.with_name("missing.sqlite"), "SELECT 1")
+
+
+def test_ties_cut_by_limit_are_not_a_mismatch(tmp_path: Path) -> None:
+    schema = SqlSchema((SqlTable("t", (SqlColumn("name"), SqlColumn("score", ColumnType.NUMBER))),))
+    rows = [("a", 3), ("b", 2), ("c", 2), ("d", 1)]
+    create_database(tmp_path / "o.sqlite", schema, {"t": rows})
+    # the same rows stored in another order stand for a plan that meets ties differently
+    create_database(tmp_path / "p.sqlite", schema, {"t": [rows[0], rows[2], rows[1], rows[3]]})
+    o, p = tmp_path / "o.sqlite", tmp_path / "p.sqlite"
+    top2 = "SELECT name FROM t ORDER BY score DESC LIMIT 2"
+    assert not same_results(execute(o, top2), execute(p, top2), ordered=True)
+    tie = verify_query(o, top2, p, top2)
+    assert tie.status == "ok" and "tied" in tie.reason
+    # tied rows inside the result (not cut by LIMIT) must still be the same rows
+    by_alias = "SELECT name, score AS s FROM t ORDER BY s DESC"
+    assert verify_query(o, by_alias, p, by_alias).status == "ok"
+    other = "SELECT name FROM t WHERE name != 'c' ORDER BY score DESC"
+    assert verify_query(o, by_alias.replace(", score AS s", ""), p, other).status == "mismatch"

@@ -490,7 +490,13 @@ def verify(
             expected[pe.id] = (rows, has_top_level_order(ex.sql))
         rows_or_error, ordered = expected[pe.id]
         outcome: Verification = check(
-            rows_or_error, ordered, paths.get(pe.perturbed_db_id), pe.sql, pe.problem, timeout
+            rows_or_error,
+            ordered,
+            paths.get(pe.perturbed_db_id),
+            pe.sql,
+            pe.problem,
+            timeout,
+            original=(paths[ex.db_id], ex.sql),
         )
         records.append(
             VerificationRecord(

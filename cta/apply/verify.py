@@ -31,6 +31,7 @@ __all__ = [
     "Status",
     "Verification",
     "check",
+    "equal_up_to_ties",
     "execute",
     "has_top_level_order",
     "same_results",
@@ -110,6 +111,76 @@ def _difference(a: Sequence[Sequence[Any]], b: Sequence[Sequence[Any]], ordered:
     return f"row {first!r} missing after the rewrite" if first else "rows differ"
 
 
+def _keyed(sql: str) -> tuple[str, int, bool] | None:
+    """``sql`` with its ORDER BY keys appended to the result columns (``None`` if unsafe).
+
+    Returns the keyed query, the number of keys and whether LIMIT/OFFSET cut the rows.
+    Only a plain top-level SELECT without DISTINCT qualifies (extra columns would change
+    what DISTINCT or a compound SELECT compares).
+    """
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return None
+    order = tree.args.get("order")
+    if not isinstance(tree, exp.Select) or tree.args.get("distinct") or order is None:
+        return None
+    projections = list(tree.expressions)
+    aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
+    keyed = tree.copy()
+    for i, term in enumerate(order.expressions):
+        key = term.this
+        if isinstance(key, exp.Literal) and not key.is_string:
+            position = int(key.this) - 1
+            if not 0 <= position < len(projections):
+                return None
+            key = projections[position].unalias()
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
+            key = aliases[key.name.lower()]
+        keyed = keyed.select(exp.alias_(key.copy(), f"__cta_key_{i}", quoted=True), copy=False)
+    cut = tree.args.get("limit") is not None or tree.args.get("offset") is not None
+    return keyed.sql(dialect="sqlite"), len(order.expressions), cut
+
+
+def equal_up_to_ties(
+    original_db: str | Path,
+    original_sql: str,
+    perturbed_db: str | Path,
+    rewritten_sql: str,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> str:
+    """Why two ordered results differing row by row are still equivalent, or ``""``.
+
+    SQL leaves the order of rows with equal ORDER BY keys undefined, and a LIMIT may cut
+    through such a tie (a different plan on the perturbed schema picks other tied rows).
+    Both queries are re-run with their keys appended: the key sequences must be equal,
+    each group of tied rows must hold the same rows — except a group LIMIT/OFFSET cuts
+    through (first or last), which only has to be as long.
+    """
+    left, right = _keyed(original_sql), _keyed(rewritten_sql)
+    if left is None or right is None or left[1:] != right[1:]:
+        return ""
+    n, cut = left[1], left[2]
+    try:
+        a = [_normalise(r) for r in execute(original_db, left[0], timeout)]
+        b = [_normalise(r) for r in execute(perturbed_db, right[0], timeout)]
+    except ExecutionError:
+        return ""
+    if [r[-n:] for r in a] != [r[-n:] for r in b]:
+        return ""
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(a) + 1):
+        if i == len(a) or a[i][-n:] != a[start][-n:]:
+            groups.append((start, i))
+            start = i
+    for g, (lo, hi) in enumerate(groups):
+        partial = cut and (g == 0 or g == len(groups) - 1)
+        if not partial and Counter(a[lo:hi]) != Counter(b[lo:hi]):
+            return ""
+    return "equal up to the order of rows tied on the ORDER BY keys"
+
+
 def check(
     expected: Sequence[Sequence[Any]] | ExecutionError,
     ordered: bool,
@@ -117,11 +188,14 @@ def check(
     rewritten_sql: str | None,
     rewrite_problem: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    original: tuple[str | Path, str] | None = None,
 ) -> Verification:
     """Check a rewritten query against the original's result (or the error it raised).
 
     ``rewritten_sql`` is ``None`` when the rewrite failed; ``rewrite_problem`` is then
-    ``"<problem>: <message>"`` from :class:`~cta.apply.rewrite.SqlRewriteError`.
+    ``"<problem>: <message>"`` from :class:`~cta.apply.rewrite.SqlRewriteError`. With
+    ``original`` (database, query), an ordered mismatch gets a second look: rows that tie
+    on the ORDER BY keys may come in any order (:func:`equal_up_to_ties`).
     """
     if isinstance(expected, ExecutionError):
         return Verification(status="original_error", reason=str(expected))
@@ -137,6 +211,10 @@ def check(
         )
     if same_results(expected, got, ordered):
         return Verification(status="ok", rows=len(expected))
+    if ordered and original is not None:
+        tie = equal_up_to_ties(original[0], original[1], perturbed_db, rewritten_sql, timeout)
+        if tie:
+            return Verification(status="ok", reason=tie, rows=len(expected))
     return Verification(
         status="mismatch", reason=_difference(expected, got, ordered), rows=len(expected)
     )
@@ -157,4 +235,12 @@ def verify_query(
     except ExecutionError as exc:
         expected = exc
     ordered = has_top_level_order(original_sql)
-    return check(expected, ordered, perturbed_db, rewritten_sql, rewrite_problem, timeout)
+    return check(
+        expected,
+        ordered,
+        perturbed_db,
+        rewritten_sql,
+        rewrite_problem,
+        timeout,
+        original=(original_db, original_sql),
+    )

@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from cta.cli._io import print_json, read_table
-    from cta.pipeline import Pipeline, PerturbOptions
+    from cta.pipeline import PerturbOptions, Pipeline
 
     settings = get_settings()
     if args.index:

@@ -99,11 +99,13 @@ def train_judge(
     torch.use_deterministic_algorithms(True)
     label2id = {label: i for i, label in enumerate(LABELS)}
     tokenizer = AutoTokenizer.from_pretrained(base)
+    # The base is an encoder; a classification head it may carry is replaced (other size).
     model = AutoModelForSequenceClassification.from_pretrained(
         base,
         num_labels=len(LABELS),
         id2label=dict(enumerate(LABELS)),
         label2id=label2id,
+        ignore_mismatched_sizes=True,
     )
     template = settings.judge_template
     features = _encode(tokenizer, training, template, max_length)
