@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from cta.components import RetrievedTable, Retriever
-from cta.pipeline import Pipeline, PerturbOptions, _TablePlan
+from cta.pipeline import PerturbOptions, Pipeline, _TablePlan
 from cta.results import Candidate
 from cta.settings import Settings
 from cta.table import Table
@@ -65,7 +65,7 @@ def _lemma(word: str) -> str:
     return word
 
 
-def name_key(name: str) -> str:
+def match_key(name: str) -> str:
     """Matching key of a column name: case, punctuation and inflection ignored.
 
     ``"Breed_Names"`` and ``"breed name"`` → ``"breed name"``; ``"written by"`` and
@@ -95,14 +95,14 @@ def recall(
 
     Both map ``table/column`` keys to names. Column recall = share of annotated columns (with
     at least one human name) for which some proposal matches some human name; name recall =
-    share of the distinct human names (per column, by :func:`name_key`) that were proposed.
+    share of the distinct human names (per column, by :func:`match_key`) that were proposed.
     """
     columns = hit_columns = names = hit_names = 0
     for key in sorted(gold):
-        human = sorted({name_key(n) for n in gold[key]} - {""})
+        human = sorted({match_key(n) for n in gold[key]} - {""})
         if not human:
             continue
-        proposed = {name_key(n) for n in proposals.get(key, ())}
+        proposed = {match_key(n) for n in proposals.get(key, ())}
         found = [h for h in human if h in proposed]
         columns += 1
         hit_columns += bool(found)
@@ -116,7 +116,9 @@ def recall(
     }
 
 
-def proposal_stats(proposals: Mapping[str, Sequence[str]], columns: Sequence[str]) -> dict[str, Any]:
+def proposal_stats(
+    proposals: Mapping[str, Sequence[str]], columns: Sequence[str]
+) -> dict[str, Any]:
     """Proposals per column (mean), share of columns with none, share of common-word names."""
     counts = [len(proposals.get(c, ())) for c in columns]
     names = [n for c in columns for n in proposals.get(c, ())]
@@ -220,12 +222,12 @@ class EmbeddingNeighbours:
         vector = self.reranker.vector(name)
         if vector is None:
             return []
-        own = name_key(name)
+        own = match_key(name)
         seen = {own}
         out: list[tuple[str, float]] = []
         for key, score in self.reranker.kv.most_similar(positive=[vector], topn=self.search):
             phrase = str(key).replace("_", " ")
-            k = name_key(phrase)
+            k = match_key(phrase)
             if k in seen or not is_common(phrase):
                 continue
             seen.add(k)
@@ -244,14 +246,14 @@ class EmbeddingAddPipeline(Pipeline):
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         assert self.retriever is None and self.neighbours is not None
         plan = super()._plan(table, seed)
-        own = {name_key(c.name) for c in table.columns}
+        own = {match_key(c.name) for c in table.columns}
         for target in table.targets():
             plan.add[target.name] = [
                 Candidate(
                     name=n, type=target.type, score=s, source="retriever", provenance="embedding"
                 )
                 for n, s in self.neighbours.of(target.name)[: self.settings.rerank_top_k]
-                if name_key(n) not in own
+                if match_key(n) not in own
             ]
         return plan
 
@@ -267,7 +269,9 @@ def _key(table: Table, column: str) -> str:
 def run_judged(pipeline: Pipeline, tables: Sequence[Table], seed: int = SEED) -> Proposals:
     """Judged RPL/ADD names of every target column (the pipeline's decisions, all of them)."""
     out: Proposals = {"rpl": {}, "add": {}}
-    for table, result in zip(tables, pipeline.perturb_many(tables, PerturbOptions(seed=seed)), strict=True):
+    for table, result in zip(
+        tables, pipeline.perturb_many(tables, PerturbOptions(seed=seed)), strict=True
+    ):
         for col in result.columns:
             out["rpl"][_key(table, col.column)] = [d.name for d in col.replace]
             out["add"][_key(table, col.column)] = [d.name for d in col.add]
@@ -296,26 +300,27 @@ def run_rank_based(pipeline: Pipeline, tables: Sequence[Table], seed: int = SEED
     out: Proposals = {"rpl": {}, "add": {}}
     for table in tables:
         report = wide.candidates(table, seed)
-        own = {name_key(c.name) for c in table.columns}
+        own = {match_key(c.name) for c in table.columns}
         for col in report.columns:
-            retrieved = [c.name for c in col.retrieved if name_key(c.name) not in own]
-            rpl_pool = sorted(
-                dict.fromkeys(retrieved + [c.name for c in col.dictionary if name_key(c.name) not in own]),
-                key=lambda n, t=col.column: (-round(wide.reranker.similarity(t, n), 6), n),
-            )
+            retrieved = [c.name for c in col.retrieved if match_key(c.name) not in own]
+            pool = retrieved + [c.name for c in col.dictionary if match_key(c.name) not in own]
+            similarity = {n: round(wide.reranker.similarity(col.column, n), 6) for n in pool}
+            rpl_pool = sorted(similarity, key=lambda n: (-similarity[n], n))
             rng = _rng(seed, table, col.column)
             out["rpl"][_key(table, col.column)] = _window(rng, rpl_pool, RPL_WINDOW)
             out["add"][_key(table, col.column)] = _window(rng, retrieved, ADD_WINDOW)
     return out
 
 
-def run_w2v(neighbours: EmbeddingNeighbours, tables: Sequence[Table], seed: int = SEED) -> Proposals:
+def run_w2v(
+    neighbours: EmbeddingNeighbours, tables: Sequence[Table], seed: int = SEED
+) -> Proposals:
     """The paper's W2V baseline over embedding neighbours (no retriever, no judge)."""
     out: Proposals = {"rpl": {}, "add": {}}
     for table in tables:
-        own = {name_key(c.name) for c in table.columns}
+        own = {match_key(c.name) for c in table.columns}
         for target in table.targets():
-            ranked = [n for n, _ in neighbours.of(target.name) if name_key(n) not in own]
+            ranked = [n for n, _ in neighbours.of(target.name) if match_key(n) not in own]
             rng = _rng(seed, table, target.name)
             out["rpl"][_key(table, target.name)] = _window(rng, ranked, RPL_WINDOW)
             out["add"][_key(table, target.name)] = _window(rng, ranked, ADD_WINDOW)
@@ -333,7 +338,10 @@ def score_system(proposals: Proposals, items: Sequence[AnnotatedTable]) -> dict[
         }
         metrics[kind] = {
             **recall(proposals[kind], gold),
-            **{f"proposals_{k}": v for k, v in proposal_stats(proposals[kind], sorted(gold)).items()},
+            **{
+                f"proposals_{k}": v
+                for k, v in proposal_stats(proposals[kind], sorted(gold)).items()
+            },
         }
     every = sorted({k for kind in ("rpl", "add") for k in proposals[kind]})
     both = {k: [*proposals["rpl"].get(k, []), *proposals["add"].get(k, [])] for k in every}
@@ -408,3 +416,61 @@ def _extend_index(default: Any, settings: Settings, spec: str, out: Path) -> Non
 
     corpora: list[Any] = [Reused(c) for c in default.info.corpora] + [spider]
     build_index([*known, *spider], ReusingEncoder(), out, progress=False, corpora=corpora)
+
+
+# -- the benchmark -------------------------------------------------------------------------------
+def run(
+    settings: Settings, data_dir: Path, limit: int | None = None, rebuild_index: bool = False
+) -> tuple[dict[str, Any], dict[str, Proposals]]:
+    """Every system on the ADVETA tables: metrics, and the proposals behind them."""
+    items = load_adveta(data_dir)[:limit]
+    began = time.perf_counter()
+    index_dir = bench_index(settings, data_dir, rebuild_index)
+    index_seconds = time.perf_counter() - began
+    bench_settings = settings.model_copy(update={"index_dir": index_dir})
+    pipeline = Pipeline.from_settings(bench_settings)
+    assert pipeline.retriever is not None
+    checked = CheckedRetriever(pipeline.retriever)
+    pipeline.retriever = checked
+    neighbours = EmbeddingNeighbours(pipeline.reranker)
+    no_retriever = EmbeddingAddPipeline(
+        settings=bench_settings,
+        retriever=None,
+        reranker=pipeline.reranker,
+        dictionary=pipeline.dictionary,
+        judge_model=pipeline.judge_model,
+        neighbours=neighbours,
+    )
+    tables = [it.table for it in items]
+    proposals: dict[str, Proposals] = {}
+    seconds: dict[str, float] = {}
+    for system in SYSTEMS:
+        began = time.perf_counter()
+        if system == "cta":
+            proposals[system] = run_judged(pipeline, tables)
+        elif system == "no-retriever":
+            proposals[system] = run_judged(no_retriever, tables)
+        elif system == "no-judge":
+            proposals[system] = run_rank_based(pipeline, tables)
+        else:
+            proposals[system] = run_w2v(neighbours, tables)
+        seconds[system] = round(time.perf_counter() - began, 1)
+    index_info = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
+    return {
+        "tables": len(items),
+        "rpl_columns": sum(len(it.rpl) for it in items),
+        "add_columns": sum(len(it.add) for it in items),
+        "index": {
+            "path": str(index_dir),
+            "count": index_info["count"],
+            "corpora": [c["spec"] for c in index_info.get("corpora", [])],
+            "prepare_seconds": round(index_seconds, 1),
+        },
+        "own_entry_retrieved": 0,  # CheckedRetriever raises otherwise
+        "retrieval_queries_checked": checked.queries,
+        "judge_model": str(getattr(pipeline.judge_model.model, "name_or_path", "")),
+        "thresholds": {"rpl": settings.rpl_threshold, "add": settings.add_threshold},
+        "natural_min_zipf": COMMON_ZIPF,
+        "systems": {s: score_system(proposals[s], items) for s in SYSTEMS},
+        "seconds": seconds,
+    }, proposals

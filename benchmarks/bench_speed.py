@@ -1,0 +1,220 @@
+"""Speed of the full pipeline on WTQ tables (issue 6, part 3).
+
+On a seeded choice of WTQ tables with 3–10 columns, CPU, warm (a few tables run first):
+
+* ours: tables/second through :meth:`Pipeline.perturb_many`, judge pairs per table, share of
+  wall time inside the judge model (tokenise + forward) and inside retrieval, peak RSS;
+* raw: the judge model's batched forward throughput on exactly the directed pairs ours sent
+  (pre-tokenised, length-sorted batches, forward only) — the limit on this machine;
+* naive: :mod:`benchmarks.naive` on a subset of the same tables, which must reach the same
+  decisions; speedup = naive time / ours time on that subset.
+
+efficiency = (model pairs ours sent / ours wall time) / raw pairs per second.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.bench_quality import CheckedRetriever
+from benchmarks.naive import NaiveEntailment, NaivePipeline, decisions_of
+from cta.pipeline import PerturbOptions, Pipeline
+from cta.table import Table
+
+SEED = 0
+WARM_TABLES = 2
+
+
+class RecordingModel:
+    """An entailment model that remembers every pair it was asked (for the raw baseline)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.premises: list[str] = []
+        self.hypotheses: list[str] = []
+
+    def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        self.premises.extend(premises)
+        self.hypotheses.extend(hypotheses)
+        result: np.ndarray = self.inner.entailment(premises, hypotheses)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def wtq_tables(data_dir: Path, count: int, seed: int = SEED) -> list[Table]:
+    """A seeded choice of ``count`` WTQ tables with 3–10 columns, with their corpus ids."""
+    from retriever.corpus import Corpus, CorpusSpec
+
+    tables = [
+        t
+        for t in Corpus(CorpusSpec.parse(f"csv-dir:{data_dir / 'wtq' / 'csv'}"))
+        if 3 <= len(t.columns) <= 10
+    ]
+    tables.sort(key=lambda t: t.id or "")
+    return random.Random(seed).sample(tables, min(count, len(tables)))
+
+
+def raw_forward(model: Any, premises: Sequence[str], hypotheses: Sequence[str]) -> dict[str, Any]:
+    """Batched forward throughput of the judge's torch model on these pairs (tokenised first)."""
+    import torch
+
+    encoded = model.tokenizer(
+        list(premises), list(hypotheses), truncation=True, max_length=model.max_length
+    )
+    ids = encoded["input_ids"]
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
+    batches = []
+    for start in range(0, len(order), model.batch_size):
+        rows = order[start : start + model.batch_size]
+        batches.append(
+            model.tokenizer.pad(
+                [{k: encoded[k][i] for k in encoded} for i in rows], return_tensors="pt"
+            )
+        )
+    seconds = 0.0
+    with torch.inference_mode():
+        for batch in batches:
+            began = time.perf_counter()
+            model.torch_model()(**batch)
+            seconds += time.perf_counter() - began
+    return {
+        "pairs": len(ids),
+        "batch_size": model.batch_size,
+        "forward_seconds": round(seconds, 3),
+        "pairs_per_second": round(len(ids) / seconds, 1) if seconds else None,
+    }
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def run(pipeline: Pipeline, data_dir: Path, tables: int = 100, subset: int = 10) -> dict[str, Any]:
+    """Ours vs raw forward vs naive; see the module docstring."""
+    import torch
+
+    load_before = os.getloadavg()
+    chosen = wtq_tables(data_dir, tables + WARM_TABLES)
+    warm, timed = chosen[:WARM_TABLES], chosen[WARM_TABLES:]
+    judge = pipeline.judge_model
+    checked = CheckedRetriever(pipeline.retriever) if pipeline.retriever is not None else None
+    pipeline.retriever = checked
+    options = PerturbOptions(seed=SEED)
+
+    pipeline.perturb_many(warm, options)  # warm: models loaded, first-call costs paid
+
+    # -- ours, all tables ----------------------------------------------------------------------
+    recorder = RecordingModel(judge.model)
+    judge.model = recorder
+    judge.clear_cache()
+    judge.reset_stats()
+    retrieval_before = checked.seconds if checked else 0.0
+    began = time.perf_counter()
+    results = pipeline.perturb_many(timed, options)
+    wall = time.perf_counter() - began
+    judge.model = recorder.inner
+    stats = judge.stats.as_dict()
+    retrieval = (checked.seconds if checked else 0.0) - retrieval_before
+    ours = {
+        "tables": len(timed),
+        "columns": sum(len(t.columns) for t in timed),
+        "wall_seconds": round(wall, 3),
+        "tables_per_second": round(len(timed) / wall, 3),
+        "pairs_requested_per_table": round(stats["pairs_requested"] / len(timed), 1),
+        "model_pairs_per_table": round(stats["model_pairs"] / len(timed), 1),
+        "judged_pairs_per_second": round(stats["model_pairs"] / wall, 1),
+        "model_share": round(stats["model_seconds"] / wall, 4),
+        "retrieval_share": round(retrieval / wall, 4),
+        "rpl_per_table": round(
+            sum(len(c.replace) for r in results for c in r.columns) / len(timed), 2
+        ),
+        "add_per_table": round(sum(len(c.add) for r in results for c in r.columns) / len(timed), 2),
+        "judge_stats": stats,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+    # -- raw batched forward on the same directed pairs ----------------------------------------
+    raw = raw_forward(judge.model, recorder.premises, recorder.hypotheses)
+    efficiency = (
+        round(ours["judged_pairs_per_second"] / raw["pairs_per_second"], 3)
+        if raw["pairs_per_second"]
+        else None
+    )
+
+    # -- naive vs ours on the subset -----------------------------------------------------------
+    sub = timed[:subset]
+    judge.clear_cache()
+    judge.reset_stats()
+    began = time.perf_counter()
+    ours_sub = pipeline.perturb_many(sub, options)
+    ours_sub_seconds = time.perf_counter() - began
+    ours_sub_pairs = judge.stats.model_pairs
+
+    naive_judge = NaiveEntailment(
+        str(getattr(judge.model, "name_or_path", pipeline.settings.resolved_judge_model())),
+        max_length=pipeline.settings.judge_max_length,
+    )
+    naive = NaivePipeline(pipeline, naive_judge)
+    naive.perturb(warm[0], SEED)  # warm the HF pipeline too
+    naive_judge.pairs = 0
+    began = time.perf_counter()
+    naive_out = [naive.perturb(t, SEED) for t in sub]
+    naive_seconds = time.perf_counter() - began
+
+    mismatches = []
+    for table, result, (decisions, scores) in zip(sub, ours_sub, naive_out, strict=True):
+        mine = decisions_of(result)
+        if mine != decisions:
+            mismatches.append(
+                {
+                    "table": table.id,
+                    "ours": {c: mine[c] for c in sorted(mine) if mine[c] != decisions.get(c)},
+                    "naive": {
+                        c: decisions[c] for c in sorted(decisions) if mine.get(c) != decisions[c]
+                    },
+                    "naive_scores": {
+                        k: v
+                        for k, v in scores.items()
+                        if any(n in k for c in mine for n in _diff(mine.get(c), decisions.get(c)))
+                    },
+                }
+            )
+    pipeline.retriever = checked.inner if checked else None
+    return {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        },
+        "judge_model": str(getattr(judge.model, "name_or_path", "")),
+        "ours": ours,
+        "raw_forward": raw,
+        "efficiency": efficiency,
+        "subset": {
+            "tables": len(sub),
+            "ours_seconds": round(ours_sub_seconds, 3),
+            "ours_model_pairs": ours_sub_pairs,
+            "naive_seconds": round(naive_seconds, 3),
+            "naive_model_pairs": naive_judge.pairs,
+            "speedup": round(naive_seconds / ours_sub_seconds, 2),
+            "identical_decisions": not mismatches,
+            "mismatches": mismatches,
+        },
+    }
+
+
+def _diff(a: Any, b: Any) -> list[str]:
+    names_a = set((a or ([], []))[0]) | set((a or ([], []))[1])
+    names_b = set((b or ([], []))[0]) | set((b or ([], []))[1])
+    return sorted(names_a ^ names_b)
