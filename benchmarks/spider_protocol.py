@@ -188,12 +188,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "executable": verification.get("executable"),
         "equivalent": verification.get("equivalent"),
         "equivalent_share": verification.get("equivalent_share"),
+        "equivalent_up_to_ties": verification.get("equivalent_up_to_ties"),
         "nonempty_share": verification.get("nonempty_share"),
         "unchanged_entries": run.unchanged,
         "perturbed_databases": run.variants,
         "output_megabytes": round(disk / 1e6, 1),
         "seconds": {**run.seconds, "total": round(total, 1)},
-        "machine": f"{platform.machine()}, {platform.python_version()}, nice, single process",
+        "machine": (
+            f"{platform.machine()}, {platform.python_version()}, one process under nice "
+            "on a 2-core machine shared with other jobs (wall-clock times)"
+        ),
         "problems": verification.get("problems", []),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -464,6 +464,9 @@ class VerificationReport(BaseModel):
     executable: int = Field(description="Checks whose original query SQLite executes")
     equivalent: int = Field(description="… of which rewritten and execution-equivalent")
     equivalent_share: float
+    equivalent_up_to_ties: int = Field(
+        description="… of which only equal once rows tied on the ORDER BY keys may swap"
+    )
     nonempty_share: float = Field(description="Share of executable checks with a non-empty result")
     records: list[VerificationRecord]
 
@@ -528,6 +531,7 @@ def _report(records: Sequence[VerificationRecord]) -> VerificationReport:
         executable=len(executable),
         equivalent=ok,
         equivalent_share=round(ok / len(executable), 6) if executable else 0.0,
+        equivalent_up_to_ties=sum(1 for r in executable if r.status == "ok" and r.reason),
         nonempty_share=round(nonempty / len(executable), 6) if executable else 0.0,
         records=list(records),
     )
