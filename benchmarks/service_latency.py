@@ -61,6 +61,22 @@ def six_column_tables(root: Path, n: int) -> list[dict[str, Any]]:
     return found
 
 
+def pipeline_info() -> dict[str, Any]:
+    """What the server loads (from the same settings/environment): home, judge, index size."""
+    from cta.settings import Settings
+
+    settings = Settings()
+    manifest = settings.resolved_index_dir() / "manifest.json"
+    tables = json.loads(manifest.read_text())["count"] if manifest.exists() else None
+    return {
+        "home": str(settings.home),
+        "judge": settings.resolved_judge_model(),
+        "index_tables": tables,
+        "retrieve_top_k": settings.retrieve_top_k,
+        "rerank_top_k": settings.rerank_top_k,
+    }
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -182,7 +198,12 @@ def main() -> None:
 
     tables = six_column_tables(args.wtq, args.requests + 3)
     report: dict[str, Any] = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        },
+        "pipeline": pipeline_info(),
         "table": {"columns": 6, "source": "WTQ csv, first 6-column tables (sorted paths)"},
     }
     if args.url:

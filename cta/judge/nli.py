@@ -134,9 +134,9 @@ class HFEntailmentModel:
             for start in range(0, n, self.batch_size):
                 rows = order[start : start + self.batch_size]
                 features = [{k: encoded[k][i] for k in encoded} for i in rows]
-                batch = self.tokenizer.pad(features, return_tensors="pt")
-                batch = {k: v.to(self.device) for k, v in batch.items()}
-                out[rows] = self.model(**batch).logits.float().cpu().numpy()
+                padded = self.tokenizer.pad(features, return_tensors="pt")
+                inputs = {k: v.to(self.device) for k, v in padded.items()}
+                out[rows] = self.model(**inputs).logits.float().cpu().numpy()
         return out
 
     def entailment_logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:

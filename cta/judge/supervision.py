@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from cta.context import singularise, split_name
+from cta.context import DEFAULT_ENTITY_HYPOTHESIS, singularise, split_name, table_premise
 from cta.judge.nli import render
 from cta.table import ColumnType, Table
 
@@ -48,8 +48,11 @@ RELATIONS: dict[str, Label] = {
     "phrase-synonym": "entailment",
     "abbreviation": "entailment",
     "paraphrase": "entailment",
+    "name-form": "entailment",
     "entity-drop": "entailment",
     "co-occurring": "neutral",
+    "modifier-swap": "neutral",
+    "head-swap": "neutral",
     "co-hyponym": "neutral",
     "hyponym": "neutral",
     "meronym": "neutral",
@@ -59,27 +62,36 @@ RELATIONS: dict[str, Label] = {
     "unrelated": "neutral",
     "antonym": "contradiction",
     "phrase-antonym": "contradiction",
+    "topic": "entailment",
+    "off-topic": "neutral",
 }
+# Zero-shot primary-entity examples: table text ⇒ "This table is about {class}.", not columns.
+_VERBATIM = frozenset({"topic", "off-topic"})
 
 # Share of the examples per relation (normalised); a relation with too few distinct pairs
 # yields what it has, which the training manifest records.
 DEFAULT_MIX: dict[str, float] = {
     "identity": 0.03,
-    "synonym": 0.08,
-    "phrase-synonym": 0.24,
+    "synonym": 0.07,
+    "phrase-synonym": 0.18,
     "abbreviation": 0.05,
     "paraphrase": 0.04,
+    "name-form": 0.04,
     "entity-drop": 0.03,
-    "co-occurring": 0.14,
-    "co-hyponym": 0.07,
+    "co-occurring": 0.12,
+    "modifier-swap": 0.07,
+    "head-swap": 0.06,
+    "co-hyponym": 0.06,
     "hyponym": 0.02,
     "meronym": 0.02,
-    "phrase-related": 0.09,
-    "modifier": 0.06,
+    "phrase-related": 0.08,
+    "modifier": 0.05,
     "spelling": 0.02,
     "unrelated": 0.02,
-    "antonym": 0.04,
-    "phrase-antonym": 0.05,
+    "antonym": 0.03,
+    "phrase-antonym": 0.04,
+    "topic": 0.02,
+    "off-topic": 0.02,
 }
 
 # Abbreviations of column words as they appear in real schemas (full word → short forms).
@@ -172,6 +184,81 @@ MODIFIERS: tuple[str, ...] = (
 
 # Head words whose removal leaves the same column (song name ≈ song): never "modifier" pairs.
 IDENTITY_HEADS = frozenset({"name", "title", "id", "identifier", "number", "code", "no", "num"})
+# Heads that name the same thing in a column (song name ≈ song title): never "neutral" swaps.
+EQUIVALENT_HEADS: tuple[frozenset[str], ...] = (
+    frozenset({"name", "title"}),
+    # Key columns: "airport code" vs "airport number" may well be the same key.
+    frozenset({"id", "identifier", "code", "number", "no", "num"}),
+)
+# Lexicographer files of things a column can hold by name (a column "airline" ≈ "airline name").
+_NAMED = frozenset(
+    {
+        "noun.person",
+        "noun.group",
+        "noun.artifact",
+        "noun.location",
+        "noun.animal",
+        "noun.plant",
+        "noun.food",
+        "noun.object",
+        "noun.substance",
+    }
+)
+# Lexicographer files of nouns whose *title* is their name (songs, books, courses, events).
+_TITLED = frozenset({"noun.communication"})
+
+# WordNet synsets standing for each of the 48 entity classes (cta.context.ENTITY_CLASSES): a
+# table whose entity has one of them among its hypernyms is about that class.
+ENTITY_ANCHORS: dict[str, tuple[str, ...]] = {
+    "person": ("person.n.01",),
+    "actor": ("actor.n.01",),
+    "artist": ("artist.n.01", "musician.n.01", "singer.n.01", "performer.n.01"),
+    "author": ("writer.n.01",),
+    "athlete": ("athlete.n.01", "player.n.01", "contestant.n.01"),
+    "politician": ("politician.n.01", "legislator.n.01", "head_of_state.n.01"),
+    "scholar": ("scholar.n.01", "scientist.n.01", "academician.n.01", "student.n.01"),
+    "organization": ("organization.n.01",),
+    "company": ("company.n.01", "business.n.01", "firm.n.01"),
+    "school": ("school.n.01", "educational_institution.n.01", "university.n.01", "college.n.01"),
+    "government agency": ("agency.n.01", "government.n.01"),
+    "newspaper": ("newspaper.n.01", "magazine.n.01"),
+    "political party": ("party.n.01",),
+    "sports league": ("league.n.01",),
+    "sports team": ("team.n.01", "club.n.02"),
+    "location": ("location.n.01",),
+    "country": ("country.n.02", "state.n.04", "nation.n.02"),
+    "city": ("city.n.01", "town.n.01", "municipality.n.01"),
+    "body of water": ("body_of_water.n.01",),
+    "mountain": ("mountain.n.01",),
+    "road": ("road.n.01", "street.n.01", "highway.n.01", "railway.n.01"),
+    "building": ("building.n.01", "structure.n.01"),
+    "airport": ("airport.n.01",),
+    "hospital": ("hospital.n.01",),
+    "hotel": ("hotel.n.01",),
+    "library": ("library.n.01",),
+    "restaurant": ("restaurant.n.01",),
+    "stadium": ("stadium.n.01",),
+    "art work": ("work_of_art.n.01", "art.n.01", "creation.n.02"),
+    "film": ("movie.n.01",),
+    "song": ("song.n.01", "musical_composition.n.01", "album.n.01", "music.n.01"),
+    "book": ("book.n.01", "book.n.02", "publication.n.01"),
+    "painting": ("painting.n.01",),
+    "television show": ("broadcast.n.02", "serial.n.01"),
+    "product": ("product.n.01", "merchandise.n.01", "commodity.n.01"),
+    "airplane": ("airplane.n.01", "aircraft.n.01"),
+    "car": ("car.n.01", "motor_vehicle.n.01"),
+    "ship": ("ship.n.01", "vessel.n.02", "boat.n.01"),
+    "food": ("food.n.01", "food.n.02", "dish.n.02", "beverage.n.01"),
+    "game": ("game.n.01", "game.n.02"),
+    "software": ("software.n.01", "program.n.07", "application.n.04"),
+    "event": ("event.n.01",),
+    "battle": ("battle.n.01", "war.n.01", "military_action.n.01"),
+    "election": ("election.n.01",),
+    "sports event": ("contest.n.01", "race.n.02", "match.n.02", "tournament.n.01"),
+    "award": ("award.n.02", "prize.n.01", "medal.n.01"),
+    "disease": ("disease.n.01", "illness.n.01"),
+    "animal": ("animal.n.01",),
+}
 # Heads for "Y of X" ⇄ "X Y" paraphrases (treatment date ⇄ date of treatment).
 OF_HEADS = frozenset(
     {"date", "year", "time", "number", "name", "type", "amount", "price", "rate", "size",
@@ -180,6 +267,11 @@ OF_HEADS = frozenset(
 _STOP = frozenset({"of", "the", "a", "an", "and", "or", "in", "on", "at", "by", "for", "to"})
 _NOT_ENTITY = frozenset({"data", "dataset", "datasets", "table", "list", "statistic", "result"})
 _TOKEN = re.compile(r"^(?:[a-z]+|\d{1,2})$")
+
+
+def same_head(a: str, b: str) -> bool:
+    """Two column heads that name the same thing (``name``/``title``, ``id``/``identifier``)."""
+    return a == b or any(a in group and b in group for group in EQUIVALENT_HEADS)
 
 
 # -- data model -----------------------------------------------------------------------------
@@ -200,6 +292,8 @@ class SourceTable:
     id: str
     entity: str | None
     columns: tuple[SourceColumn, ...]
+    # Zero-shot premises (cta.context.table_premise): without and, when known, with the title.
+    premises: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -215,7 +309,9 @@ class Example:
     relation: str
 
     def texts(self, template: str) -> tuple[str, str]:
-        """Premise and hypothesis rendered with the judge template."""
+        """Premise and hypothesis rendered with the judge template (table-topic ones verbatim)."""
+        if self.relation in _VERBATIM:
+            return self.premise, self.hypothesis
         return (
             render(template, self.entity, self.premise, self.premise_type.value),
             render(template, self.entity, self.hypothesis, self.hypothesis_type.value),
@@ -445,7 +541,11 @@ class Lexicon:
 
     def _minus_synonyms(self, segment: str, words: list[str]) -> list[str]:
         synonyms = set(self.synonyms(segment))
-        return [w for w in words if w not in synonyms and segment not in self.synonyms(w)]
+        return [
+            w
+            for w in words
+            if w not in synonyms and segment not in self.synonyms(w) and not same_head(segment, w)
+        ]
 
     def inflect_like(self, surface: str, replacement: str) -> str:
         """``replacement`` in the inflection of ``surface`` (tickets → coupons, arrived → came)."""
@@ -546,9 +646,36 @@ def from_table(table: Table, lexicon: Lexicon) -> SourceTable | None:
             columns[text] = SourceColumn(text, column.type)
     if len(columns) < 2:
         return None
+    untitled = table.model_copy(update={"name": None, "caption": None})
+    premises = [table_premise(untitled)]
+    if table.title:
+        premises.append(table_premise(table))
     return SourceTable(
-        id=table.id or table.title, entity=table_entity(table, lexicon), columns=tuple(columns.values())
+        id=table.id or table.title,
+        entity=table_entity(table, lexicon),
+        columns=tuple(columns.values()),
+        premises=tuple(premises),
     )
+
+
+def entity_classes(entity: str, lexicon: Lexicon) -> list[str]:
+    """The entity classes an entity belongs to, most specific first (``singer`` → artist, person).
+
+    Read off the hypernyms of the entity's head noun (two most frequent senses) against
+    :data:`ENTITY_ANCHORS`; ties in depth keep the classes' own order.
+    """
+    head = entity.split()[-1]
+    synsets = [s for s in lexicon._dominant(head, 2) if s.pos() == "n"]
+    depth: dict[str, int] = {}
+    for synset in synsets:
+        closure = {synset, *synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())}
+        names = {s.name(): s for s in closure}
+        for cls, anchors in ENTITY_ANCHORS.items():
+            for anchor in anchors:
+                if anchor in names:
+                    depth[cls] = max(depth.get(cls, -1), names[anchor].min_depth())
+    order = list(ENTITY_ANCHORS)
+    return sorted(depth, key=lambda c: (-depth[c], order.index(c)))
 
 
 # -- generation -----------------------------------------------------------------------------
@@ -559,7 +686,13 @@ Pair = tuple[str | None, str, ColumnType, str, ColumnType]
 class _Builder:
     """Generates candidate pairs per relation from the tables and the lexicon."""
 
-    def __init__(self, tables: Sequence[SourceTable], lexicon: Lexicon, rng: random.Random) -> None:
+    def __init__(
+        self,
+        tables: Sequence[SourceTable],
+        lexicon: Lexicon,
+        rng: random.Random,
+        entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
+    ) -> None:
         self.tables = list(tables)
         self.lex = lexicon
         self.rng = rng
@@ -568,6 +701,19 @@ class _Builder:
         ]
         self.entities = sorted({t.entity for t in self.tables if t.entity})
         self._spelling: dict[str, list[str]] | None = None
+        self._classified: list[tuple[SourceTable, list[str]]] | None = None
+        self.entity_hypothesis = entity_hypothesis
+        # Real multi-word columns by head and by modifier: "airport name" has head "name" and
+        # modifier "airport"; swapping either for another real column's is an ADD-like pair.
+        by_head: dict[str, set[str]] = {}
+        by_modifier: dict[str, set[str]] = {}
+        for _, column in self.columns:
+            words = column.text.split()
+            if len(words) >= 2 and "of" not in words:
+                by_head.setdefault(words[-1], set()).add(" ".join(words[:-1]))
+                by_modifier.setdefault(" ".join(words[:-1]), set()).add(words[-1])
+        self.by_head = {k: sorted(v) for k, v in sorted(by_head.items()) if len(v) > 1}
+        self.by_modifier = {k: sorted(v) for k, v in sorted(by_modifier.items()) if len(v) > 1}
 
     # helpers ------------------------------------------------------------------------------
     def entity(self, default: str | None = None) -> str | None:
@@ -582,7 +728,11 @@ class _Builder:
         return self.columns[self.rng.randrange(len(self.columns))]
 
     def substitute(
-        self, column: SourceColumn, related: Callable[[str], list[str]], max_words: int = 1
+        self,
+        column: SourceColumn,
+        related: Callable[[str], list[str]],
+        max_words: int = 1,
+        inflect: bool = True,
     ) -> str | None:
         """The column with up to ``max_words`` segments replaced by ``related`` words."""
         words = column.text.split()
@@ -596,7 +746,7 @@ class _Builder:
         out = list(segments)
         for i in chosen:
             replacement = self.rng.choice(related(segments[i]))
-            out[i] = self.lex.inflect_like(segments[i], replacement)
+            out[i] = self.lex.inflect_like(segments[i], replacement) if inflect else replacement
         return " ".join(out)
 
     def word_pair(self, related: Callable[[str], list[str]]) -> Pair | None:
@@ -612,9 +762,11 @@ class _Builder:
             return None
         return (self.entity(), segment, column.type, self.rng.choice(options), column.type)
 
-    def phrase_pair(self, related: Callable[[str], list[str]], max_words: int = 1) -> Pair | None:
+    def phrase_pair(
+        self, related: Callable[[str], list[str]], max_words: int = 1, inflect: bool = True
+    ) -> Pair | None:
         table, column = self.pick_column()
-        new = self.substitute(column, related, max_words)
+        new = self.substitute(column, related, max_words, inflect)
         if new is None or new == column.text:
             return None
         return (self.entity(table.entity), column.text, column.type, new, column.type)
@@ -702,6 +854,122 @@ class _Builder:
         longer = self.rng.choice([f"{entity} {column.text}", f"{column.text} of {entity}"])
         return (entity, column.text, column.type, longer, column.type)
 
+    def name_form(self) -> Pair | None:
+        """A thing's name column is the thing: ``airline name`` ⇄ ``airline`` ⇄ ``name of airline``;
+        a work's name is its title: ``song name`` ⇄ ``song title``."""
+        table, column = self.pick_column()
+        words = column.text.split()
+        if len(words) == 1 and column.type is ColumnType.TEXT and self._named(words[0]):
+            # A column "airline" holds airline names: "airline" ⇄ "airline name".
+            options = [f"{words[0]} name", f"name of {words[0]}"]
+            if self._titled(words[0]):
+                options.append(f"{words[0]} title")
+            new = self.rng.choice(options)
+            if self.lex.synsets(new):
+                return None
+            return (self.entity(table.entity), column.text, column.type, new, column.type)
+        if len(words) < 2 or words[-1] not in ("name", "title") or "of" in words:
+            return None
+        thing = " ".join(words[:-1])
+        if self.lex.synsets(column.text) or not self._named(thing, or_titled=True):
+            return None  # "first name", "pen name": collocations, not the name of a thing
+        titled = self._titled(words[-2])
+        if words[-1] == "title" and not titled:
+            return None
+        options = [thing, f"name of {thing}"]
+        if titled:
+            options += [f"{thing} title", f"title of {thing}"]
+        if words[-1] == "title":
+            options = [thing, f"{thing} name", f"name of {thing}"]
+        return (self.entity(table.entity), column.text, column.type, self.rng.choice(options), column.type)
+
+    def _noun_phrase(self, phrase: str) -> bool:
+        words = phrase.split()
+        if any(w in MODIFIERS or w in _STOP or w.isdigit() for w in words):
+            return False
+        senses = self.lex._dominant(words[-1], 1)
+        return bool(senses) and senses[0].pos() == "n" and all(self._noun_first(w) for w in words)
+
+    def _named(self, phrase: str, or_titled: bool = False) -> bool:
+        """A noun phrase for a kind of thing that has names (not an attribute, time, amount)."""
+        if not self._noun_phrase(phrase):
+            return False
+        last = phrase.split()[-1]
+        named = self.lex._dominant(last, 1)[0].lexname() in _NAMED
+        return named or (or_titled and self._titled(last))
+
+    def _titled(self, word: str) -> bool:
+        senses = self.lex._dominant(word, 1)
+        return bool(senses) and senses[0].lexname() in _TITLED
+
+    def modifier_swap(self) -> Pair | None:
+        """Same head, another real modifier: ``airport name`` → ``airline name``."""
+        table, column = self.pick_column()
+        words = column.text.split()
+        modifiers = self.by_head.get(words[-1]) if len(words) >= 2 else None
+        if not modifiers:
+            return None
+        old = " ".join(words[:-1])
+        new = self.rng.choice(modifiers)
+        if len(words) > 3 or len(new.split()) > 2 or words[-1].isdigit():
+            return None
+        if new == old or self._equivalent(table.entity, old, new):
+            return None
+        if table.entity and new == table.entity:
+            return None  # "airport name" → entity-prefixed forms are entity-drop's business
+        return (self.entity(table.entity), column.text, column.type, f"{new} {words[-1]}", column.type)
+
+    def head_swap(self) -> Pair | None:
+        """Same modifier, another real head: ``ticket number`` → ``ticket price``."""
+        table, column = self.pick_column()
+        words = column.text.split()
+        modifier = " ".join(words[:-1])
+        heads = self.by_modifier.get(modifier) if len(words) >= 2 else None
+        if not heads:
+            return None
+        new = self.rng.choice(heads)
+        if new.isdigit() or words[-1].isdigit():
+            return None
+        if same_head(new, words[-1]) or self.lex.is_synonym(new, words[-1]):
+            return None
+        if self.lex._is_abbreviation(new, words[-1]):
+            return None
+        return (self.entity(table.entity), column.text, column.type, f"{modifier} {new}", column.type)
+
+    def topic(self) -> Pair | None:
+        """Table text ⇒ "This table is about {class}" for a class of the table's entity."""
+        table, classes = self._classified_table()
+        if not classes:
+            return None
+        # Mostly the most specific class; sometimes a broader one (a singer is also a person).
+        cls = classes[0] if len(classes) == 1 or self.rng.random() < 0.7 else self.rng.choice(classes)
+        return self._topic_pair(table, cls)
+
+    def off_topic(self) -> Pair | None:
+        """Table text ⇏ a class its entity does not belong to."""
+        table, classes = self._classified_table()
+        if not classes:
+            return None
+        others = [c for c in ENTITY_ANCHORS if c not in classes]
+        return self._topic_pair(table, self.rng.choice(others))
+
+    def _classified_table(self) -> tuple[SourceTable, list[str]]:
+        if self._classified is None:
+            self._classified = [
+                (t, entity_classes(t.entity, self.lex))
+                for t in self.tables
+                if t.entity and t.premises
+            ]
+            self._classified = [(t, c) for t, c in self._classified if c]
+        if not self._classified:
+            return self.tables[0], []
+        return self._classified[self.rng.randrange(len(self._classified))]
+
+    def _topic_pair(self, table: SourceTable, cls: str) -> Pair:
+        premise = self.rng.choice(table.premises)
+        hypothesis = self.entity_hypothesis.format(entity=cls)
+        return (None, premise, ColumnType.TEXT, hypothesis, ColumnType.TEXT)
+
     def co_occurring(self) -> Pair | None:
         table = self.tables[self.rng.randrange(len(self.tables))]
         a, b = self.rng.sample(list(table.columns), 2)
@@ -717,9 +985,10 @@ class _Builder:
         if entity and (a == f"{entity} {b}" or b == f"{entity} {a}"):
             return True
         wa, wb = a.split(), b.split()
-        if len(wa) == len(wb) and all(x == y or self.lex.is_synonym(x, y) for x, y in zip(wa, wb, strict=True)):
-            return True
-        return False
+        return len(wa) == len(wb) and all(
+            x == y or self.lex.is_synonym(x, y) or self.lex._is_abbreviation(x, y)
+            for x, y in zip(wa, wb, strict=True)
+        )
 
     def co_hyponym(self) -> Pair | None:
         return self.word_pair(self.lex.co_hyponyms)
@@ -762,7 +1031,7 @@ class _Builder:
         return (self.entity(table.entity), column.text, column.type, new, column.type)
 
     def spelling(self) -> Pair | None:
-        return self.phrase_pair(self._neighbours)
+        return self.phrase_pair(self._neighbours, inflect=False)
 
     def _neighbours(self, word: str) -> list[str]:
         if self._spelling is None:
@@ -805,6 +1074,10 @@ def _spelling_neighbours(vocabulary: Sequence[str], lexicon: Lexicon) -> dict[st
     return {w: sorted(n) for w, n in sorted(out.items())}
 
 
+def _unordered(entity: str | None, a: str, b: str) -> tuple[str | None, str, str]:
+    return (entity, a, b) if a <= b else (entity, b, a)
+
+
 def build_supervision(
     tables: Sequence[SourceTable],
     lexicon: Lexicon,
@@ -812,6 +1085,7 @@ def build_supervision(
     size: int,
     seed: int = 0,
     mix: dict[str, float] | None = None,
+    entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
 ) -> Supervision:
     """``size`` examples mixed per ``mix`` (default :data:`DEFAULT_MIX`), deterministic in ``seed``.
 
@@ -828,7 +1102,7 @@ def build_supervision(
         raise ValueError(f"unknown relations in mix: {unknown} (known: {sorted(RELATIONS)})")
     total = sum(mix.values())
     rng = random.Random(seed)
-    builder = _Builder(tables, lexicon, rng)
+    builder = _Builder(tables, lexicon, rng, entity_hypothesis)
     generators: dict[str, Callable[[], Pair | None]] = {
         name: getattr(builder, name.replace("-", "_")) for name in RELATIONS
     }
@@ -853,16 +1127,15 @@ def build_supervision(
     # Drop text pairs that received two labels (in either direction).
     labels: dict[tuple[str | None, str, str], set[Label]] = {}
     for (entity, a, _, b, _), relation in candidates:
-        key = (entity, *sorted((a, b)))
-        labels.setdefault(key, set()).add(RELATIONS[relation])
+        labels.setdefault(_unordered(entity, a, b), set()).add(RELATIONS[relation])
     examples: list[Example] = []
     dropped = 0
     produced: Counter[str] = Counter()
     for (entity, a, ta, b, tb), relation in candidates:
-        if len(labels[(entity, *sorted((a, b)))]) > 1:
+        if len(labels[_unordered(entity, a, b)]) > 1:
             dropped += 1
             continue
-        if rng.random() < 0.5:  # labels are symmetric: show both directions
+        if relation not in _VERBATIM and rng.random() < 0.5:  # symmetric: both directions
             a, ta, b, tb = b, tb, a, ta
         examples.append(Example(entity, a, ta, b, tb, RELATIONS[relation], relation))
         produced[relation] += 1

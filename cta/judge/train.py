@@ -59,7 +59,7 @@ def train_judge(
     mix: dict[str, float] | None = None,
     batch_size: int = 32,
     learning_rate: float = 5e-5,
-    max_length: int = 48,
+    max_length: int = 64,
     validation_share: float = 0.02,
 ) -> Path:
     """Build the supervision, fine-tune, and save the judge atomically to ``out_dir``.
@@ -88,7 +88,9 @@ def train_judge(
 
     lexicon = Lexicon(load_wordnet(settings))
     tables = load_source_tables(corpora, lexicon, holdout)
-    supervision = build_supervision(tables, lexicon, size=size, seed=seed, mix=mix)
+    supervision = build_supervision(
+        tables, lexicon, size=size, seed=seed, mix=mix, entity_hypothesis=settings.entity_hypothesis
+    )
     examples = supervision.examples
     n_val = min(len(examples) // 2, max(1, round(len(examples) * validation_share)))
     validation, training = examples[:n_val], examples[n_val:]
@@ -97,7 +99,7 @@ def train_judge(
     random.seed(seed)
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
-    label2id = {label: i for i, label in enumerate(LABELS)}
+    label2id: dict[str, int] = {label: i for i, label in enumerate(LABELS)}
     tokenizer = AutoTokenizer.from_pretrained(base)
     # The base is an encoder; a classification head it may carry is replaced (other size).
     model = AutoModelForSequenceClassification.from_pretrained(
