@@ -15,6 +15,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +98,18 @@ def measure(
         path = Path(tmp) / "index.faiss"
         faiss.write_index(index, str(path))
         disk = path.stat().st_size
+    # One query at a time on one thread, as the service searches per request (OpenMP
+    # threads on a busy machine would time the scheduler, not the index).
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
     single = []
-    for q in queries:
-        began = time.perf_counter()
-        index.search(q[None, :], K)
-        single.append(time.perf_counter() - began)
+    try:
+        for q in queries:
+            began = time.perf_counter()
+            index.search(q[None, :], K)
+            single.append(time.perf_counter() - began)
+    finally:
+        faiss.omp_set_num_threads(threads)
     began = time.perf_counter()
     _, ids = index.search(queries, K)
     batch = time.perf_counter() - began
@@ -130,8 +138,13 @@ def run(
     sizes: tuple[int, ...] = SIZES,
     kinds: tuple[str, ...] = KINDS,
     hnsw_budget_seconds: float = 900.0,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Flat (exact), IVF and HNSW over synthetic corpora of ``sizes`` tables."""
+    """Flat (exact), IVF and HNSW over synthetic corpora of ``sizes`` tables.
+
+    ``on_row`` receives the result so far after every measured index (long runs keep what
+    they measured when stopped).
+    """
     from retriever.index import _faiss
 
     faiss = _faiss()
@@ -167,7 +180,15 @@ def run(
                 exact_ids = ids
             seconds_per_kind[kind] = (n, metrics["build_seconds"])
             rows.append({"tables": n, **metrics})
+            if on_row is not None:
+                on_row(_result(names, encode_seconds, rows))
         del vectors
+    return _result(names, encode_seconds, rows)
+
+
+def _result(names: list[str], encode_seconds: float, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from retriever.index import _faiss
+
     return {
         "method": (
             "synthetic table vectors: mean of 3-10 random MiniLM column-name embeddings "
@@ -176,6 +197,6 @@ def run(
         ),
         "vocabulary": len(names),
         "vocabulary_encode_seconds": round(encode_seconds, 1),
-        "faiss_threads": faiss.omp_get_max_threads(),
+        "faiss_threads": _faiss().omp_get_max_threads(),
         "rows": rows,
     }

@@ -9,6 +9,7 @@ artefacts live (:attr:`Settings.home`).
 
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -35,40 +36,84 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=_default_home, description="Cache of built artefacts")
 
     # -- 3.1 retrieve ----------------------------------------------------------------------
-    encoder: Literal["minilm", "sentence-transformers", "tapas"] = "minilm"
+    encoder: Literal["minilm", "sentence-transformers", "tapas"] = Field(
+        default="minilm",
+        description="Table encoder of the dense retriever: minilm (shipped), sentence-transformers, tapas",
+    )
     encoder_path: str | None = Field(
         default=None, description="Local path/hub name of the encoder (minilm: shipped package)"
     )
-    index_dir: Path | None = Field(default=None, description="FAISS index dir (default: home/index)")
-    index_kind: Literal["flat", "ivf", "hnsw"] = "flat"
-    retrieve_top_k: int = 100
-    values_per_column: int = 3
-    use_questions_in_query: bool = True
+    index_dir: Path | None = Field(
+        default=None, description="FAISS index dir (default: home/index)"
+    )
+    index_kind: Literal["flat", "ivf", "hnsw"] = Field(
+        default="flat",
+        description="FAISS index: flat (exact inner product), ivf or hnsw (approximate, millions of tables)",
+    )
+    retrieve_top_k: int = Field(
+        default=100, description="Corpus tables retrieved per query table (paper: 100)"
+    )
+    values_per_column: int = Field(
+        default=3, description="Cell values per column in the table text the encoder sees"
+    )
+    use_questions_in_query: bool = Field(
+        default=True, description="Add the table's NL questions, when given, to the retrieval query"
+    )
 
     # -- 3.2 rerank ------------------------------------------------------------------------
-    vectors: Literal["glove-retrofit", "glove", "numberbatch", "keyedvectors"] = "glove-retrofit"
+    vectors: Literal["glove-retrofit", "glove", "numberbatch", "keyedvectors"] = Field(
+        default="glove-retrofit",
+        description="Reranker word vectors: glove-retrofit (built here), glove, numberbatch, keyedvectors",
+    )
     vectors_path: Path | None = Field(default=None, description="KeyedVectors file (numberbatch…)")
-    rerank_top_k: int = 20
+    rerank_top_k: int = Field(
+        default=20, description="Pool columns kept per target column by the reranker (paper: 20)"
+    )
 
     # -- 3.3 dictionary --------------------------------------------------------------------
-    lexicon: Literal["wordnet"] = "wordnet"
-    wordnet_dir: Path = Path("/usr/share/wordnet")
-    dictionary_keep_prob: float = 0.25
-    dictionary_max_candidates: int = 20
-    dictionary_max_repeats: int = 5
-    dictionary_min_zipf: float = 2.5
+    lexicon: Literal["wordnet"] = Field(
+        default="wordnet", description="Dictionary of the word-level replacer"
+    )
+    wordnet_dir: Path = Field(
+        default=Path("/usr/share/wordnet"),
+        description="Debian WordNet 3.0 files (wordnet-base, wordnet-sense-index)",
+    )
+    dictionary_keep_prob: float = Field(
+        default=0.25, description="Probability that a word stays unchanged (paper: 0.25)"
+    )
+    dictionary_max_candidates: int = Field(
+        default=20, description="Dictionary candidates per column (paper: 20)"
+    )
+    dictionary_max_repeats: int = Field(
+        default=5, description="Stop sampling after this many consecutive repeats (paper: 5)"
+    )
+    dictionary_min_zipf: float = Field(
+        default=2.5, description="Minimum wordfreq Zipf frequency of every replacement word"
+    )
 
     # -- 3.4 judge -------------------------------------------------------------------------
-    judge: Literal["hf-nli"] = "hf-nli"
+    judge: Literal["hf-nli"] = Field(
+        default="hf-nli",
+        description="Judge implementation (hf-nli: any HF sequence-classification NLI checkpoint)",
+    )
     judge_model: str | None = Field(
         default=None, description="NLI checkpoint path or hub name (default: home/judge)"
     )
-    judge_template: str = "{entity} {column} ({type})"
-    judge_batch_size: int = 64
-    judge_cache_size: int = 200_000
-    judge_max_length: int = 64
-    rpl_threshold: float = 0.65
-    add_threshold: float = 0.45
+    judge_template: str = Field(
+        default="{entity} {column} ({type})",
+        description="Premise/hypothesis template (paper: '{entity} {column} ({type})')",
+    )
+    judge_batch_size: int = Field(default=64, description="Pairs per forward pass of the judge")
+    judge_cache_size: int = Field(
+        default=200_000, description="Directed pairs kept in the judge's LRU cache"
+    )
+    judge_max_length: int = Field(default=64, description="Tokens per premise+hypothesis")
+    rpl_threshold: float = Field(
+        default=0.65, description="RPL if min(e1, e2) ≥ this (paper: 0.65; released code 0.50/0.70)"
+    )
+    add_threshold: float = Field(
+        default=0.45, description="ADD if max(e1, e2) ≤ this against every column (paper: 0.45)"
+    )
     rpl_aggregation: Literal["min", "mean", "max"] = Field(
         default="min", description="How e1, e2 combine for RPL (paper: min ≥ threshold)"
     )
@@ -86,29 +131,47 @@ class Settings(BaseSettings):
         default_factory=list, description="Table-id prefixes never used for judge training"
     )
     judge_train_examples: int = Field(default=60_000, ge=1, description="Supervised pairs")
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="auto = CUDA when present, else CPU"
+    )
 
     # -- 3.5 context -----------------------------------------------------------------------
-    entity_from_name: bool = True
+    entity_from_name: bool = Field(
+        default=True,
+        description="Use the singularised table name as primary entity when none is given",
+    )
     entity_hypothesis: str = Field(
         default="This table is about {entity}.",
         description="Zero-shot TPE hypothesis over the 48 entity classes",
     )
 
     # -- service -------------------------------------------------------------------------------
-    host: str = "127.0.0.1"
-    port: int = 8000
-    api_keys: list[str] = Field(default_factory=list)
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address `cta serve` binds (non-loopback only when API keys are set)",
+    )
+    port: int = Field(default=8000, description="Port of `cta serve`")
+    api_keys: list[str] = Field(
+        default_factory=list,
+        description="Bearer API keys (JSON list); empty = no auth, loopback only",
+    )
     database_url: str | None = Field(default=None, description="Jobs DB (default: SQLite in home)")
-    queue_size: int = 64
-    max_batch_pairs: int = 2048
-    batch_wait_ms: int = 5
-    max_body_bytes: int = 5_000_000
-    max_columns: int = 200
-    max_rows: int = 10_000
-    max_string_length: int = 512
-    max_tables_per_job: int = 20_000
-    inprocess_workers: int = 1
+    queue_size: int = Field(
+        default=64, description="Pending requests before the service answers 429"
+    )
+    max_batch_pairs: int = Field(default=2048, description="Most judge pairs per /v1/judge request")
+    batch_wait_ms: int = Field(
+        default=5, description="How long the dynamic batcher waits to group concurrent requests"
+    )
+    max_body_bytes: int = Field(default=5_000_000, description="Largest request body (413 above)")
+    max_columns: int = Field(default=200, description="Most columns per table (422 above)")
+    max_rows: int = Field(default=10_000, description="Most rows per table (422 above)")
+    max_string_length: int = Field(default=512, description="Longest string in a table (422 above)")
+    max_tables_per_job: int = Field(default=20_000, description="Most tables per batch job")
+    inprocess_workers: int = Field(
+        default=1,
+        description="Job workers running inside `cta serve` (0 = only `cta worker` processes)",
+    )
     job_claim_batch: int = Field(default=8, ge=1, description="Tables a worker claims at once")
     job_lease_seconds: float = Field(
         default=300.0, gt=0, description="A claimed table returns to the queue after this"
@@ -143,3 +206,20 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """Process-wide settings read once from the environment."""
     return Settings()
+
+
+def settings_table() -> str:
+    """The configuration table of the README (Markdown), generated from :class:`Settings`."""
+    rows = ["| variable | default | what it sets |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        if name == "home":
+            default = "~/.cache/cta"
+        elif field.default_factory is not None:
+            default = json.dumps(field.default_factory())  # type: ignore[call-arg]
+        elif field.default is None:
+            default = "—"
+        else:
+            default = str(field.default.value if hasattr(field.default, "value") else field.default)
+        text = (field.description or "").replace("|", "\\|")
+        rows.append(f"| `CTA_{name.upper()}` | `{default}` | {text} |")
+    return "\n".join(rows) + "\n"

@@ -50,6 +50,7 @@ RELATIONS: dict[str, Label] = {
     "paraphrase": "entailment",
     "name-form": "entailment",
     "entity-drop": "entailment",
+    "name-contrast": "neutral",
     "co-occurring": "neutral",
     "modifier-swap": "neutral",
     "head-swap": "neutral",
@@ -78,6 +79,7 @@ DEFAULT_MIX: dict[str, float] = {
     "paraphrase": 0.04,
     "name-form": 0.04,
     "entity-drop": 0.03,
+    "name-contrast": 0.04,
     "co-occurring": 0.12,
     "modifier-swap": 0.07,
     "head-swap": 0.06,
@@ -251,7 +253,7 @@ ENTITY_ANCHORS: dict[str, tuple[str, ...]] = {
     "food": ("food.n.01", "food.n.02", "dish.n.02", "beverage.n.01"),
     "game": ("game.n.01", "game.n.02"),
     "software": ("software.n.01", "program.n.07", "application.n.04"),
-    "event": ("event.n.01",),
+    "event": ("social_event.n.01", "ceremony.n.01", "festival.n.01", "meeting.n.01", "performance.n.02"),
     "battle": ("battle.n.01", "war.n.01", "military_action.n.01"),
     "election": ("election.n.01",),
     "sports event": ("contest.n.01", "race.n.02", "match.n.02", "tournament.n.01"),
@@ -267,6 +269,26 @@ OF_HEADS = frozenset(
 _STOP = frozenset({"of", "the", "a", "an", "and", "or", "in", "on", "at", "by", "for", "to"})
 _NOT_ENTITY = frozenset({"data", "dataset", "datasets", "table", "list", "statistic", "result"})
 _TOKEN = re.compile(r"^(?:[a-z]+|\d{1,2})$")
+
+
+_ABSTRACT = frozenset(
+    {
+        "noun.Tops",
+        "noun.act",
+        "noun.attribute",
+        "noun.cognition",
+        "noun.communication",
+        "noun.feeling",
+        "noun.motive",
+        "noun.relation",
+        "noun.state",
+    }
+)
+
+
+def _contains(phrase: str, part: str) -> bool:
+    """``part`` occurs in ``phrase`` as whole words."""
+    return f" {part} " in f" {phrase} "
 
 
 def same_head(a: str, b: str) -> bool:
@@ -427,14 +449,16 @@ class Lexicon:
     def _lemmas(self, synsets: Iterable[Synset], segment: str) -> list[str]:
         out: dict[str, None] = {}
         own = self.forms(segment)
-        own_words = set(segment.split())
         for synset in synsets:
             for name in synset.lemma_names():
                 if name != name.lower():  # proper nouns
                     continue
                 text = name.replace("_", " ")
-                # "number" → "phone number" is narrower, "tickets" → "ticket" an inflection.
-                if text in own or own_words & set(text.split()) or segment in self.forms(text):
+                # "number" → "phone number" is narrower, "tickets" → "ticket" an inflection;
+                # "last name" → "family name" shares a word and is a synonym all the same.
+                if text in own or segment in self.forms(text):
+                    continue
+                if _contains(text, segment) or _contains(segment, text):
                     continue
                 if not self.common(text) or self._is_abbreviation(segment, text):
                     continue
@@ -474,32 +498,39 @@ class Lexicon:
         return [s for i, (s, c) in enumerate(ranked) if i == 0 or (c >= 1 and c >= top / 10)]
 
     def synonyms(self, segment: str) -> list[str]:
-        """Lemmas sharing one of the three most frequent senses of ``segment``, sorted."""
-        return self._cached(
-            "synonym", segment, lambda: self._lemmas(self._dominant(segment, 3), segment)
-        )
+        """Lemmas sharing any sense of ``segment``, sorted.
+
+        Every sense, as a thesaurus lists them: people accept ``breed cipher`` for ``breed
+        code``, and a synonym of a rare sense is never evidence that two names differ.
+        """
+        return self._cached("synonym", segment, lambda: self._lemmas(self.synsets(segment), segment))
 
     def is_synonym(self, a: str, b: str) -> bool:
         """Same word, or synonyms in either direction."""
         return a == b or b in self.synonyms(a) or a in self.synonyms(b)
 
+    def _concrete(self, segment: str) -> list[Synset]:
+        # Near an abstract noun, hypernyms and sisters are often near-synonyms (type → kind,
+        # category; name → designation): only concrete senses give "different thing" pairs.
+        return [s for s in self._dominant(segment, 2) if s.lexname() not in _ABSTRACT]
+
     def hyponyms(self, segment: str) -> list[str]:
-        """Direct hypernyms and hyponyms of the two most frequent senses (synonyms removed)."""
+        """Direct hypernyms and hyponyms of the frequent concrete senses (synonyms removed)."""
 
         def compute() -> list[str]:
             related: list[Synset] = []
-            for s in self._dominant(segment, 2):
+            for s in self._concrete(segment):
                 related.extend(s.hypernyms() + s.instance_hypernyms() + s.hyponyms())
             return self._minus_synonyms(segment, self._lemmas(related, segment))
 
         return self._cached("hyponym", segment, compute)
 
     def co_hyponyms(self, segment: str) -> list[str]:
-        """Sisters: other hyponyms of the hypernyms of the two most frequent senses."""
+        """Sisters: other hyponyms of the hypernyms of the frequent concrete senses."""
 
         def compute() -> list[str]:
             related: list[Synset] = []
-            for s in self._dominant(segment, 2):
+            for s in self._concrete(segment):
                 for parent in s.hypernyms():
                     related.extend(h for h in parent.hyponyms() if h != s)
             return self._minus_synonyms(segment, self._lemmas(related, segment))
@@ -882,6 +913,29 @@ class _Builder:
         if words[-1] == "title":
             options = [thing, f"{thing} name", f"name of {thing}"]
         return (self.entity(table.entity), column.text, column.type, self.rng.choice(options), column.type)
+
+    def name_contrast(self) -> Pair | None:
+        """The counterpart of name-form: a thing's other columns are not the thing.
+
+        ``concert venue`` vs ``concert``, and ``concert name`` vs ``venue`` (another column of
+        a concert table) — related, not equivalent.
+        """
+        table, column = self.pick_column()
+        words = column.text.split()
+        if len(words) == 2 and words[-1] not in IDENTITY_HEADS and self._named(words[0]):
+            if self.lex.synsets(column.text) or words[0] in MODIFIERS:
+                return None
+            return (self.entity(table.entity), column.text, column.type, words[0], column.type)
+        if not table.entity or not self._named(table.entity):
+            return None
+        others = [c for c in table.columns if c.text != column.text and len(c.text.split()) <= 2]
+        if not others:
+            return None
+        other = self.rng.choice(others)
+        if _contains(other.text, table.entity) or other.text.split()[-1] in IDENTITY_HEADS:
+            return None
+        name = f"{table.entity} name"
+        return (self.entity(table.entity), name, ColumnType.TEXT, other.text, other.type)
 
     def _noun_phrase(self, phrase: str) -> bool:
         words = phrase.split()
