@@ -74,11 +74,27 @@ def test_table_entity(lexicon: Lexicon) -> None:
 
 def test_lexicon_relations(lexicon: Lexicon) -> None:
     assert "metropolis" in lexicon.synonyms("city")
-    assert "routine" not in lexicon.synonyms("number")  # rare sense left out
+    assert {"given name", "forename"} <= set(lexicon.synonyms("first name"))
+    assert "phone number" not in lexicon.synonyms("number")  # narrower, not a synonym
     assert "last" in lexicon.antonyms("first")
+    assert lexicon.co_hyponyms("airport") and not lexicon.hyponyms("type")  # abstract: none
     assert lexicon.segments(["first", "name", "date"]) == ["first name", "date"]
     assert lexicon.inflect_like("tickets", "coupon") == "coupons"
     assert not set(lexicon.co_hyponyms("city")) & set(lexicon.synonyms("city"))
+
+
+def test_entity_classes(lexicon: Lexicon) -> None:
+    from cta.context import ENTITY_CLASSES
+    from cta.judge.supervision import ENTITY_ANCHORS, entity_classes
+
+    assert list(ENTITY_ANCHORS) == list(ENTITY_CLASSES)
+    for anchors in ENTITY_ANCHORS.values():
+        for name in anchors:
+            lexicon.wn.synset(name)  # raises if an anchor is not a WordNet synset
+    singer = entity_classes("singer", lexicon)
+    assert singer[0] == "artist" and "person" in singer
+    assert entity_classes("airport", lexicon)[0] == "airport"
+    assert entity_classes("qwertyuiop", lexicon) == []
 
 
 def test_supervision_is_deterministic_and_labelled(
