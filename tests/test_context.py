@@ -77,9 +77,15 @@ def test_singularise(name: str, entity: str) -> None:
 
 def test_entity_classes_are_48_distinct_few_nerd_types() -> None:
     assert len(ENTITY_CLASSES) == 48 == len(set(ENTITY_CLASSES))
-    assert {"person", "organization", "location", "event", "product", "building", "art work"} <= set(
-        ENTITY_CLASSES
-    )
+    assert {
+        "person",
+        "organization",
+        "location",
+        "event",
+        "product",
+        "building",
+        "art work",
+    } <= set(ENTITY_CLASSES)
 
 
 def test_table_premise_samples_one_value_per_column_deterministically() -> None:
@@ -108,7 +114,8 @@ def test_predict_entity_with_a_real_checkpoint_is_a_class_and_deterministic(tmp_
     assert predict_entity(flights(), model) == first
     # Zero-shot softmax runs over the raw entailment logits of the 48 hypotheses.
     logits = model.entailment_logits(
-        [table_premise(flights())] * 48, [DEFAULT_ENTITY_HYPOTHESIS.format(entity=c) for c in ENTITY_CLASSES]
+        [table_premise(flights())] * 48,
+        [DEFAULT_ENTITY_HYPOTHESIS.format(entity=c) for c in ENTITY_CLASSES],
     )
     assert first == ENTITY_CLASSES[int(np.argmax(logits))]
 

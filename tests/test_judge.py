@@ -74,7 +74,9 @@ class CountingModel:
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         self.calls.append(list(zip(premises, hypotheses, strict=True)))
-        return np.array([len(p) / (len(p) + len(h)) for p, h in zip(premises, hypotheses, strict=True)])
+        return np.array(
+            [len(p) / (len(p) + len(h)) for p, h in zip(premises, hypotheses, strict=True)]
+        )
 
 
 def pair(target: str, candidate: str, entity: str | None = "singer") -> JudgePair:
@@ -149,7 +151,12 @@ def test_judge_scores_both_directions() -> None:
 def test_judge_deduplicates_and_caches() -> None:
     fake = CountingModel()
     judge = BidirectionalJudge(fake, cache_size=100)
-    pairs = [pair("name", "title"), pair("name", "title"), pair("title", "name"), pair("age", "year")]
+    pairs = [
+        pair("name", "title"),
+        pair("name", "title"),
+        pair("title", "name"),
+        pair("age", "year"),
+    ]
     first = judge.score(pairs)
     # (name→title), (title→name), (age→year), (year→age): one call with 4 unique directed pairs.
     assert len(fake.calls) == 1 and len(fake.calls[0]) == 4
@@ -267,7 +274,9 @@ def test_cli_judges_json_lines(
     monkeypatch.setenv("CTA_RPL_THRESHOLD", "0.3")
     get_settings.cache_clear()
     stdin = "\n".join([line("song name", "song title"), "", line("age", "year", None, "number")])
-    code, out, _ = run_cli(["judge", "--model", str(checkpoint), "--batch-size", "2"], stdin, monkeypatch, capsys)
+    code, out, _ = run_cli(
+        ["judge", "--model", str(checkpoint), "--batch-size", "2"], stdin, monkeypatch, capsys
+    )
     get_settings.cache_clear()
     assert code == 0
     rows = [json.loads(x) for x in out.splitlines()]
@@ -306,5 +315,7 @@ def test_cli_without_a_judge_explains(
 
 
 def test_column_type_defaults_to_text() -> None:
-    parsed = JudgePair.model_validate({"entity": None, "target": {"name": "a"}, "candidate": {"name": "b"}})
+    parsed = JudgePair.model_validate(
+        {"entity": None, "target": {"name": "a"}, "candidate": {"name": "b"}}
+    )
     assert parsed.target.type is ColumnType.TEXT

@@ -22,14 +22,31 @@ from cta.settings import Settings, get_settings
 from cta.table import Column, ColumnType, Table
 
 TABLES = {
-    "singers": [("singer id", "number"), ("name", "text"), ("country", "text"),
-                ("song name", "text"), ("song release year", "number"), ("age", "number"),
-                ("is male", "boolean")],
-    "flights": [("flight number", "number"), ("source airport", "text"),
-                ("destination airport", "text"), ("date of departure", "time"),
-                ("average price", "number"), ("first name", "text"), ("last name", "text")],
-    "stadiums": [("stadium capacity", "number"), ("location", "text"), ("city", "text"),
-                 ("highest attendance", "number"), ("number of seats", "number")],
+    "singers": [
+        ("singer id", "number"),
+        ("name", "text"),
+        ("country", "text"),
+        ("song name", "text"),
+        ("song release year", "number"),
+        ("age", "number"),
+        ("is male", "boolean"),
+    ],
+    "flights": [
+        ("flight number", "number"),
+        ("source airport", "text"),
+        ("destination airport", "text"),
+        ("date of departure", "time"),
+        ("average price", "number"),
+        ("first name", "text"),
+        ("last name", "text"),
+    ],
+    "stadiums": [
+        ("stadium capacity", "number"),
+        ("location", "text"),
+        ("city", "text"),
+        ("highest attendance", "number"),
+        ("number of seats", "number"),
+    ],
 }
 
 
@@ -45,7 +62,9 @@ def sources(lexicon: Lexicon) -> list[SourceTable]:
     tables = []
     for name, columns in TABLES.items():
         table = Table(
-            id=f"test:{name}", name=name, columns=[Column(name=c, type=ColumnType(t)) for c, t in columns]
+            id=f"test:{name}",
+            name=name,
+            columns=[Column(name=c, type=ColumnType(t)) for c, t in columns],
         )
         source = from_table(table, lexicon)
         assert source is not None
@@ -67,7 +86,9 @@ def test_table_entity(lexicon: Lexicon) -> None:
         return table_entity(Table(columns=[Column(name="a")], **fields), lexicon)
 
     assert entity(name="singers") == "singer"
-    assert entity(name="Renaissance (band)", caption="Discography / Studio albums") == "studio album"
+    assert (
+        entity(name="Renaissance (band)", caption="Discography / Studio albums") == "studio album"
+    )
     assert entity(name="Gordon Ramsay") is None
     assert entity(name="x", primary_entity="Flight") == "flight"
 
@@ -118,7 +139,9 @@ def test_supervision_is_deterministic_and_labelled(
     same_table = {(t.entity, c.text) for t in sources for c in t.columns}
     for e in first.examples:
         if e.label == "entailment":
-            assert not ((e.entity, e.premise) in same_table and (e.entity, e.hypothesis) in same_table)
+            assert not (
+                (e.entity, e.premise) in same_table and (e.entity, e.hypothesis) in same_table
+            )
 
 
 def test_supervision_examples_render_in_the_judge_template(
@@ -128,7 +151,9 @@ def test_supervision_examples_render_in_the_judge_template(
     drops = [e for e in supervision.examples if e.relation == "entity-drop"]
     assert drops
     premise, hypothesis = drops[0].texts("{entity} {column} ({type})")
-    assert premise.startswith(f"{drops[0].entity} ") and premise.endswith(f"({drops[0].premise_type.value})")
+    assert premise.startswith(f"{drops[0].entity} ") and premise.endswith(
+        f"({drops[0].premise_type.value})"
+    )
 
 
 def test_supervision_rejects_bad_requests(lexicon: Lexicon, sources: list[SourceTable]) -> None:
@@ -160,8 +185,13 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
     base = tiny_checkpoint(tmp_path / "base", {0: "LABEL_0", 1: "LABEL_1"})
     settings = Settings(home=tmp_path / "home")
     kwargs = dict(
-        base_model=str(base), max_examples=120, seed=3, progress=False,
-        corpora=[f"csv-dir:{corpus}"], holdout=[], batch_size=16,
+        base_model=str(base),
+        max_examples=120,
+        seed=3,
+        progress=False,
+        corpora=[f"csv-dir:{corpus}"],
+        holdout=[],
+        batch_size=16,
     )
     out = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
     model = HFEntailmentModel(str(out), device="cpu")
@@ -180,8 +210,19 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("CTA_HOME", str(tmp_path / "home"))
     get_settings.cache_clear()
     code = main(
-        ["judge", "train", "--out", str(tmp_path / "cli"), "--base-model", str(base),
-         "--examples", "60", "--corpus", f"csv-dir:{corpus}", "--no-progress"]
+        [
+            "judge",
+            "train",
+            "--out",
+            str(tmp_path / "cli"),
+            "--base-model",
+            str(base),
+            "--examples",
+            "60",
+            "--corpus",
+            f"csv-dir:{corpus}",
+            "--no-progress",
+        ]
     )
     get_settings.cache_clear()
     assert code == 0 and (tmp_path / "cli" / "config.json").exists()

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from cta.apply.sample import seeded_rng
 from cta.apply.values import generate_value, generate_values
-from cta.table import ColumnType, ForeignKey
+from cta.table import ColumnType, ForeignKey, ProblemError
 
 __all__ = [
     "SQLITE_KEYWORDS",
@@ -91,16 +91,8 @@ MAX_ROWS = 30
 POOL_SHARE = 0.35
 
 
-class SchemaError(ValueError):
+class SchemaError(ProblemError):
     """A schema or perturbation that cannot be built; ``problem`` names what is wrong."""
-
-    def __init__(self, problem: str, message: str) -> None:
-        super().__init__(message)
-        self.problem = problem
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.problem}: {self.message}"
 
 
 def sqlite_fold(name: str) -> str:

@@ -46,6 +46,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, ScopeType, traverse_scope
 
 from cta.apply.database import ColumnRef, SqlSchema, SqlTable, quote_identifier, sqlite_fold
+from cta.table import ProblemError
 
 __all__ = ["BoundQuery", "SqlRewriteError", "bind_query", "rewrite_query"]
 
@@ -53,16 +54,8 @@ _ALIAS_CLAUSES = frozenset({"where", "group", "having", "order"})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.Glob)
 
 
-class SqlRewriteError(ValueError):
+class SqlRewriteError(ProblemError):
     """A query that cannot be bound or rewritten; ``problem`` names why."""
-
-    def __init__(self, problem: str, message: str) -> None:
-        super().__init__(message)
-        self.problem = problem
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.problem}: {self.message}"
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
-
-from cta.settings import get_settings
-from cta.table import InvalidTableError
 
 
 def register(sub: Any) -> None:
@@ -22,17 +17,12 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.cli._io import print_json, read_table
+    from cta.cli._io import print_json, read_table_or_report, settings_with_index
     from cta.pipeline import Pipeline
 
-    settings = get_settings()
-    if args.index:
-        settings = settings.model_copy(update={"index_dir": Path(args.index)})
-    try:
-        table = read_table(args.table)
-    except InvalidTableError as exc:
-        print(f"cta candidates: invalid table: {exc}", file=sys.stderr)
+    table = read_table_or_report(args.table, "candidates")
+    if table is None:
         return 2
-    pipeline = Pipeline.from_settings(settings)
+    pipeline = Pipeline.from_settings(settings_with_index(args.index))
     print_json(pipeline.candidates(table, seed=args.seed))
     return 0

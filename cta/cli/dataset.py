@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, cast
 
 from cta.results import Kind
@@ -64,10 +63,9 @@ def _kinds(text: str) -> list[Kind]:
 
 def _run(args: argparse.Namespace) -> int:
     from cta.apply.dataset import perturb_dataset
-    from cta.cli._io import print_json
+    from cta.cli._io import print_json, settings_with_index
     from cta.pipeline import PerturbOptions, Pipeline
     from cta.results import PerturbationResult
-    from cta.settings import get_settings
     from cta.table import Table
 
     try:
@@ -78,10 +76,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         print("cta dataset: --seeds must be at least 1", file=sys.stderr)
         return 2
-    settings = get_settings()
-    if args.index:
-        settings = settings.model_copy(update={"index_dir": Path(args.index)})
-    pipeline = Pipeline.from_settings(settings)
+    pipeline = Pipeline.from_settings(settings_with_index(args.index))
 
     def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
         return pipeline.perturb_many(tables, PerturbOptions(seed=0))

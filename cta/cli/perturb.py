@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
-
-from cta.settings import get_settings
-from cta.table import InvalidTableError
 
 
 def register(sub: Any) -> None:
@@ -22,20 +18,21 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.cli._io import print_json, read_table
+    from pydantic import ValidationError
+
+    from cta.cli._io import print_json, read_table_or_report, settings_with_index
     from cta.pipeline import PerturbOptions, Pipeline
 
-    settings = get_settings()
-    if args.index:
-        settings = settings.model_copy(update={"index_dir": Path(args.index)})
-    try:
-        table = read_table(args.table)
-    except InvalidTableError as exc:
-        print(f"cta perturb: invalid table: {exc}", file=sys.stderr)
+    table = read_table_or_report(args.table, "perturb")
+    if table is None:
         return 2
-    options = PerturbOptions(
-        seed=args.seed, samples=args.samples, max_candidates=args.max_candidates
-    )
-    pipeline = Pipeline.from_settings(settings)
+    try:
+        options = PerturbOptions(
+            seed=args.seed, samples=args.samples, max_candidates=args.max_candidates
+        )
+    except ValidationError as exc:
+        print(f"cta perturb: invalid option: {exc.errors()[0]['msg']}", file=sys.stderr)
+        return 2
+    pipeline = Pipeline.from_settings(settings_with_index(args.index))
     print_json(pipeline.perturb(table, options))
     return 0

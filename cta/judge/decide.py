@@ -50,7 +50,9 @@ def passes_add(
     """
     if not scores_vs_every_column:
         raise ValueError("the ADD rule needs the scores against every original column; got none")
-    return all(is_add_against(e1, e2, add_threshold, aggregation) for e1, e2 in scores_vs_every_column)
+    return all(
+        is_add_against(e1, e2, add_threshold, aggregation) for e1, e2 in scores_vs_every_column
+    )
 
 
 def verdict(

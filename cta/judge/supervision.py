@@ -178,10 +178,35 @@ ABBREVIATIONS: dict[str, tuple[str, ...]] = {
 
 # Modifiers that turn a column into a different, associated one (min weight ≠ weight).
 MODIFIERS: tuple[str, ...] = (
-    "annual", "average", "current", "daily", "estimated", "final", "first", "former", "gross",
-    "home", "initial", "last", "local", "maximum", "minimum", "monthly", "net", "new", "next",
-    "official", "old", "original", "other", "previous", "primary", "secondary", "total",
-    "weekly", "yearly",
+    "annual",
+    "average",
+    "current",
+    "daily",
+    "estimated",
+    "final",
+    "first",
+    "former",
+    "gross",
+    "home",
+    "initial",
+    "last",
+    "local",
+    "maximum",
+    "minimum",
+    "monthly",
+    "net",
+    "new",
+    "next",
+    "official",
+    "old",
+    "original",
+    "other",
+    "previous",
+    "primary",
+    "secondary",
+    "total",
+    "weekly",
+    "yearly",
 )
 
 # Head words whose removal leaves the same column (song name ≈ song): never "modifier" pairs.
@@ -253,7 +278,13 @@ ENTITY_ANCHORS: dict[str, tuple[str, ...]] = {
     "food": ("food.n.01", "food.n.02", "dish.n.02", "beverage.n.01"),
     "game": ("game.n.01", "game.n.02"),
     "software": ("software.n.01", "program.n.07", "application.n.04"),
-    "event": ("social_event.n.01", "ceremony.n.01", "festival.n.01", "meeting.n.01", "performance.n.02"),
+    "event": (
+        "social_event.n.01",
+        "ceremony.n.01",
+        "festival.n.01",
+        "meeting.n.01",
+        "performance.n.02",
+    ),
     "battle": ("battle.n.01", "war.n.01", "military_action.n.01"),
     "election": ("election.n.01",),
     "sports event": ("contest.n.01", "race.n.02", "match.n.02", "tournament.n.01"),
@@ -263,8 +294,27 @@ ENTITY_ANCHORS: dict[str, tuple[str, ...]] = {
 }
 # Heads for "Y of X" ⇄ "X Y" paraphrases (treatment date ⇄ date of treatment).
 OF_HEADS = frozenset(
-    {"date", "year", "time", "number", "name", "type", "amount", "price", "rate", "size",
-     "level", "status", "length", "cost", "value", "place", "count", "total", "percentage"}
+    {
+        "date",
+        "year",
+        "time",
+        "number",
+        "name",
+        "type",
+        "amount",
+        "price",
+        "rate",
+        "size",
+        "level",
+        "status",
+        "length",
+        "cost",
+        "value",
+        "place",
+        "count",
+        "total",
+        "percentage",
+    }
 )
 _STOP = frozenset({"of", "the", "a", "an", "and", "or", "in", "on", "at", "by", "for", "to"})
 _NOT_ENTITY = frozenset({"data", "dataset", "datasets", "table", "list", "statistic", "result"})
@@ -363,7 +413,7 @@ class Lexicon:
     (co-hyponyms, hyponyms, meronyms) from its two most frequent senses. Results are memoised.
     """
 
-    def __init__(self, wordnet: WordNetCorpusReader, min_zipf: float = 2.0) -> None:
+    def __init__(self, wordnet: WordNetCorpusReader, min_zipf: float = 1.5) -> None:
         self.wn = wordnet
         self.min_zipf = min_zipf
         self._memo: dict[tuple[str, str], list[str]] = {}
@@ -460,15 +510,17 @@ class Lexicon:
                     continue
                 if _contains(text, segment) or _contains(segment, text):
                     continue
-                if not self.common(text) or self._is_abbreviation(segment, text):
+                if not self.common(text) or self.is_abbreviation(segment, text):
                     continue
                 out[text] = None
         return sorted(out)
 
-    def _is_abbreviation(self, a: str, b: str) -> bool:
+    def is_abbreviation(self, a: str, b: str) -> bool:
+        """``b`` abbreviates ``a`` or the other way round (``number`` / ``no.``)."""
         return b in ABBREVIATIONS.get(a, ()) or a in ABBREVIATIONS.get(b, ())
 
-    def _dominant(self, segment: str, senses: int) -> list[Synset]:
+    def dominant_senses(self, segment: str, senses: int) -> list[Synset]:
+        """Up to ``senses`` frequent senses of the segment's dominant part of speech."""
         found = self._senses.get(segment)
         if found is None:
             found = self._frequent_senses(segment)
@@ -503,7 +555,9 @@ class Lexicon:
         Every sense, as a thesaurus lists them: people accept ``breed cipher`` for ``breed
         code``, and a synonym of a rare sense is never evidence that two names differ.
         """
-        return self._cached("synonym", segment, lambda: self._lemmas(self.synsets(segment), segment))
+        return self._cached(
+            "synonym", segment, lambda: self._lemmas(self.synsets(segment), segment)
+        )
 
     def is_synonym(self, a: str, b: str) -> bool:
         """Same word, or synonyms in either direction."""
@@ -512,7 +566,7 @@ class Lexicon:
     def _concrete(self, segment: str) -> list[Synset]:
         # Near an abstract noun, hypernyms and sisters are often near-synonyms (type → kind,
         # category; name → designation): only concrete senses give "different thing" pairs.
-        return [s for s in self._dominant(segment, 2) if s.lexname() not in _ABSTRACT]
+        return [s for s in self.dominant_senses(segment, 2) if s.lexname() not in _ABSTRACT]
 
     def hyponyms(self, segment: str) -> list[str]:
         """Direct hypernyms and hyponyms of the frequent concrete senses (synonyms removed)."""
@@ -542,10 +596,14 @@ class Lexicon:
 
         def compute() -> list[str]:
             related: list[Synset] = []
-            for s in self._dominant(segment, 2):
+            for s in self.dominant_senses(segment, 2):
                 related.extend(
-                    s.part_meronyms() + s.member_meronyms() + s.substance_meronyms()
-                    + s.part_holonyms() + s.member_holonyms() + s.substance_holonyms()
+                    s.part_meronyms()
+                    + s.member_meronyms()
+                    + s.substance_meronyms()
+                    + s.part_holonyms()
+                    + s.member_holonyms()
+                    + s.substance_holonyms()
                     + s.topic_domains()
                 )
             return self._minus_synonyms(segment, self._lemmas(related, segment))
@@ -558,7 +616,7 @@ class Lexicon:
         def compute() -> list[str]:
             out: dict[str, None] = {}
             own = self.forms(segment)
-            for s in self._dominant(segment, 3):
+            for s in self.dominant_senses(segment, 3):
                 for lemma in s.lemmas():
                     if lemma.name().replace("_", " ") not in own:
                         continue
@@ -696,7 +754,7 @@ def entity_classes(entity: str, lexicon: Lexicon) -> list[str]:
     :data:`ENTITY_ANCHORS`; ties in depth keep the classes' own order.
     """
     head = entity.split()[-1]
-    synsets = [s for s in lexicon._dominant(head, 2) if s.pos() == "n"]
+    synsets = [s for s in lexicon.dominant_senses(head, 2) if s.pos() == "n"]
     depth: dict[str, int] = {}
     for synset in synsets:
         closure = {synset, *synset.closure(lambda s: s.hypernyms() + s.instance_hypernyms())}
@@ -912,7 +970,13 @@ class _Builder:
             options += [f"{thing} title", f"title of {thing}"]
         if words[-1] == "title":
             options = [thing, f"{thing} name", f"name of {thing}"]
-        return (self.entity(table.entity), column.text, column.type, self.rng.choice(options), column.type)
+        return (
+            self.entity(table.entity),
+            column.text,
+            column.type,
+            self.rng.choice(options),
+            column.type,
+        )
 
     def name_contrast(self) -> Pair | None:
         """The counterpart of name-form: a thing's other columns are not the thing.
@@ -941,7 +1005,7 @@ class _Builder:
         words = phrase.split()
         if any(w in MODIFIERS or w in _STOP or w.isdigit() for w in words):
             return False
-        senses = self.lex._dominant(words[-1], 1)
+        senses = self.lex.dominant_senses(words[-1], 1)
         return bool(senses) and senses[0].pos() == "n" and all(self._noun_first(w) for w in words)
 
     def _named(self, phrase: str, or_titled: bool = False) -> bool:
@@ -949,11 +1013,11 @@ class _Builder:
         if not self._noun_phrase(phrase):
             return False
         last = phrase.split()[-1]
-        named = self.lex._dominant(last, 1)[0].lexname() in _NAMED
+        named = self.lex.dominant_senses(last, 1)[0].lexname() in _NAMED
         return named or (or_titled and self._titled(last))
 
     def _titled(self, word: str) -> bool:
-        senses = self.lex._dominant(word, 1)
+        senses = self.lex.dominant_senses(word, 1)
         return bool(senses) and senses[0].lexname() in _TITLED
 
     def modifier_swap(self) -> Pair | None:
@@ -971,7 +1035,13 @@ class _Builder:
             return None
         if table.entity and new == table.entity:
             return None  # "airport name" → entity-prefixed forms are entity-drop's business
-        return (self.entity(table.entity), column.text, column.type, f"{new} {words[-1]}", column.type)
+        return (
+            self.entity(table.entity),
+            column.text,
+            column.type,
+            f"{new} {words[-1]}",
+            column.type,
+        )
 
     def head_swap(self) -> Pair | None:
         """Same modifier, another real head: ``ticket number`` → ``ticket price``."""
@@ -986,9 +1056,15 @@ class _Builder:
             return None
         if same_head(new, words[-1]) or self.lex.is_synonym(new, words[-1]):
             return None
-        if self.lex._is_abbreviation(new, words[-1]):
+        if self.lex.is_abbreviation(new, words[-1]):
             return None
-        return (self.entity(table.entity), column.text, column.type, f"{modifier} {new}", column.type)
+        return (
+            self.entity(table.entity),
+            column.text,
+            column.type,
+            f"{modifier} {new}",
+            column.type,
+        )
 
     def topic(self) -> Pair | None:
         """Table text ⇒ "This table is about {class}" for a class of the table's entity."""
@@ -996,7 +1072,9 @@ class _Builder:
         if not classes:
             return None
         # Mostly the most specific class; sometimes a broader one (a singer is also a person).
-        cls = classes[0] if len(classes) == 1 or self.rng.random() < 0.7 else self.rng.choice(classes)
+        cls = (
+            classes[0] if len(classes) == 1 or self.rng.random() < 0.7 else self.rng.choice(classes)
+        )
         return self._topic_pair(table, cls)
 
     def off_topic(self) -> Pair | None:
@@ -1040,7 +1118,7 @@ class _Builder:
             return True
         wa, wb = a.split(), b.split()
         return len(wa) == len(wb) and all(
-            x == y or self.lex.is_synonym(x, y) or self.lex._is_abbreviation(x, y)
+            x == y or self.lex.is_synonym(x, y) or self.lex.is_abbreviation(x, y)
             for x, y in zip(wa, wb, strict=True)
         )
 

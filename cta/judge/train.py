@@ -175,7 +175,9 @@ def train_judge(
     return out_dir
 
 
-def _encode(tokenizer: Any, examples: Sequence[Example], template: str, max_length: int) -> list[dict[str, list[int]]]:
+def _encode(
+    tokenizer: Any, examples: Sequence[Example], template: str, max_length: int
+) -> list[dict[str, list[int]]]:
     texts = [e.texts(template) for e in examples]
     encoded = tokenizer(
         [p for p, _ in texts], [h for _, h in texts], truncation=True, max_length=max_length
