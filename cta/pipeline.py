@@ -110,6 +110,7 @@ class Pipeline:
 
     def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
         from retriever.dense import candidate_pool
+        from retriever.lexicon import is_natural_name
 
         targets = table.targets()
         retrieved_ids: list[str] = []
@@ -117,7 +118,12 @@ class Pipeline:
         if self.retriever is not None:
             retrieved = self.retriever.retrieve(table, self.settings.retrieve_top_k)
             retrieved_ids = [r.table_id for r in retrieved]
-            pool = candidate_pool(table, retrieved)
+            # Corpus headers are often codes ("SalePriceMM", "date1"): keep natural names only.
+            pool = [
+                (col, ids)
+                for col, ids in candidate_pool(table, retrieved)
+                if is_natural_name(col.name, self.settings.pool_min_zipf)
+            ]
             if pool:
                 names = [col.name for col, _ in pool]
                 by_name = {col.name: (col, ids) for col, ids in pool}

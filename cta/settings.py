@@ -66,6 +66,10 @@ class Settings(BaseSettings):
         description="Reranker word vectors: glove-retrofit (built here), glove, numberbatch, keyedvectors",
     )
     vectors_path: Path | None = Field(default=None, description="KeyedVectors file (numberbatch…)")
+    pool_min_zipf: float = Field(
+        default=3.0,
+        description="Retrieved column names kept only if every word has this wordfreq Zipf (0 = off)",
+    )
     rerank_top_k: int = Field(
         default=20, description="Pool columns kept per target column by the reranker (paper: 20)"
     )

@@ -97,6 +97,23 @@ def name_words(name: str) -> list[str]:
     return [name[a:b].lower() for a, b in word_spans(name)]
 
 
+@lru_cache(maxsize=200_000)
+def word_zipf(word: str) -> float:
+    """wordfreq Zipf frequency of an English word (0 for unknown words)."""
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, "en"))
+
+
+def is_natural_name(name: str, min_zipf: float) -> bool:
+    """Every word of ``name`` is a common English word: no lone letters or numbers, no rare
+    or misspelt words (``"E nitens"``, ``"date1"`` are not; ``"list price"`` is)."""
+    words = name_words(name)
+    return bool(words) and all(
+        len(w) > 1 and not w.isdigit() and word_zipf(w) >= min_zipf for w in words
+    )
+
+
 def _stable_rng(seed: int, column: str) -> random.Random:
     """A random stream that depends only on ``(seed, column)`` (never on ``hash()``)."""
     digest = hashlib.sha256(f"{seed}\x1f{column}".encode()).digest()
@@ -113,7 +130,6 @@ class WordNetReplacer:
         self.max_repeats = settings.dictionary_max_repeats
         self.min_zipf = settings.dictionary_min_zipf
         self._synonyms = lru_cache(maxsize=50_000)(self._compute_synonyms)
-        self._zipf = lru_cache(maxsize=200_000)(self._compute_zipf)
 
     # -- synonyms of one word -------------------------------------------------------------------
     def synonyms(self, word: str, head: bool = True) -> tuple[str, ...]:
@@ -181,15 +197,9 @@ class WordNetReplacer:
             if not forms:
                 return None
             words = [*words[:at], forms[0], *words[at + 1 :]]
-        if all(self._zipf(w) >= self.min_zipf for w in words):
+        if all(word_zipf(w) >= self.min_zipf for w in words):
             return words
         return None
-
-    @staticmethod
-    def _compute_zipf(word: str) -> float:
-        from wordfreq import zipf_frequency
-
-        return float(zipf_frequency(word, "en"))
 
     # -- sampling ------------------------------------------------------------------------------
     def candidates(self, column: str, seed: int) -> list[Candidate]:

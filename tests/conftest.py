@@ -41,6 +41,7 @@ TINY_CORPUS: dict[str, list[tuple[str, str, str]]] = {
         ("cost", "9.99", "12.5"),
         ("discount", "0.1", "0.2"),
         ("page count", "300", "250"),
+        ("stock qty2", "3", "4"),  # a code-like header the pool must not propose
     ],
     "albums": [
         ("album", "Blue", "Kid A"),

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cta.judge.supervision import (
@@ -144,6 +145,30 @@ def test_supervision_is_deterministic_and_labelled(
             )
 
 
+def letters(texts: list[str]) -> np.ndarray:
+    """Test embedder: letter counts (close when spelled alike)."""
+    out = np.zeros((len(texts), 26), dtype=np.float32)
+    for i, text in enumerate(texts):
+        for ch in text:
+            if "a" <= ch <= "z":
+                out[i, ord(ch) - 97] += 1
+    return out
+
+
+def test_hard_negatives_come_from_close_columns_of_one_table(
+    lexicon: Lexicon, sources: list[SourceTable]
+) -> None:
+    supervision = build_supervision(sources, lexicon, size=400, seed=0, embed=letters)
+    close = [e for e in supervision.examples if e.relation == "co-occurring-close"]
+    assert close and all(e.label == "neutral" for e in close)
+    columns = {t.entity: {c.text for c in t.columns} for t in sources}
+    for e in close:
+        table = next(cols for cols in columns.values() if e.premise in cols)
+        assert e.hypothesis in table
+    without = build_supervision(sources, lexicon, size=400, seed=0)
+    assert without.produced["co-occurring-close"] == 0
+
+
 def test_supervision_examples_render_in_the_judge_template(
     lexicon: Lexicon, sources: list[SourceTable]
 ) -> None:
@@ -192,6 +217,7 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         corpora=[f"csv-dir:{corpus}"],
         holdout=[],
         batch_size=16,
+        hard_negatives=False,
     )
     out = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
     model = HFEntailmentModel(str(out), device="cpu")

@@ -199,3 +199,20 @@ def test_multi_word_synonyms_follow_the_column_style(home: Path) -> None:
         assert found and all(check(n) for n in found), (column, found)
     # A multi-word lemma (day_of_the_month, giving_birth) is split into words.
     assert any(n.count("_") >= 2 for n in names(lexicon.candidates("birth_date", 0)))
+
+
+@pytest.mark.parametrize(
+    ("name", "natural"),
+    [
+        ("list price", True),
+        ("publishingHouse", True),
+        ("E nitens", False),  # a lone letter and a rare word
+        ("date1", False),  # a number glued to a word
+        ("qxzv total", False),
+        ("", False),
+    ],
+)
+def test_natural_names_are_common_english_words(name: str, natural: bool) -> None:
+    from retriever.lexicon import is_natural_name
+
+    assert is_natural_name(name, 3.0) is natural
