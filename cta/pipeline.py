@@ -98,7 +98,10 @@ class Pipeline:
         from cta.context import primary_entity
 
         entity, source = primary_entity(
-            table, self.entailment_model, use_name=self.settings.entity_from_name
+            table,
+            self.entailment_model,
+            use_name=self.settings.entity_from_name,
+            hypothesis_template=self.settings.entity_hypothesis,
         )
         return entity, source
 
@@ -197,7 +200,7 @@ class Pipeline:
             for target in plan.table.targets():
                 for cand in plan.add[target.name]:
                     e1, e2 = first_scores[_key(plan.entity, target, cand)]
-                    if not is_add_against(e1, e2, add_thr):
+                    if not is_add_against(e1, e2, add_thr, self.settings.add_aggregation):
                         continue
                     for other in plan.table.columns:
                         if other.name != target.name:
@@ -244,19 +247,19 @@ class Pipeline:
             replace: list[Decision] = []
             for cand in plan.rpl[target.name]:
                 e1, e2 = first[_key(plan.entity, target, cand)]
-                if is_rpl(e1, e2, rpl_thr):
+                if is_rpl(e1, e2, rpl_thr, self.settings.rpl_aggregation):
                     replace.append(_decision(cand, e1, e2))
             add: list[Decision] = []
             for cand in plan.add[target.name]:
                 e1, e2 = first[_key(plan.entity, target, cand)]
-                if not is_add_against(e1, e2, add_thr):
+                if not is_add_against(e1, e2, add_thr, self.settings.add_aggregation):
                     continue  # pass 2 only scored the survivors of the target check
                 others = [
                     second[_key(plan.entity, other, cand)]
                     for other in plan.table.columns
                     if other.name != target.name
                 ]
-                if passes_add([(e1, e2), *others], add_thr):
+                if passes_add([(e1, e2), *others], add_thr, self.settings.add_aggregation):
                     add.append(_decision(cand, e1, e2))
             # RPL: most mutually entailed first; ADD: keep the reranker's association order.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
@@ -293,7 +296,18 @@ class Pipeline:
         rpl_thr = _pick(rpl_threshold, self.settings.rpl_threshold)
         add_thr = _pick(add_threshold, self.settings.add_threshold)
         return [
-            JudgeScore(e1=e1, e2=e2, verdict=verdict(e1, e2, rpl_thr, add_thr))
+            JudgeScore(
+                e1=e1,
+                e2=e2,
+                verdict=verdict(
+                    e1,
+                    e2,
+                    rpl_thr,
+                    add_thr,
+                    self.settings.rpl_aggregation,
+                    self.settings.add_aggregation,
+                ),
+            )
             for e1, e2 in self.judge_model.score(pairs)
         ]
 
