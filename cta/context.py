@@ -11,14 +11,13 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from cta.components import EntailmentModel
+from cta.results import EntitySource
 from cta.table import Table
-
-EntitySource = Literal["given", "table-name", "predicted"]
 
 # 48 classes adapted from Few-NERD's 66 fine-grained types: the eight coarse types are kept as
 # general classes, fine types that rarely head a table (god, astronomy thing, …) are dropped and

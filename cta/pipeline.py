@@ -25,6 +25,7 @@ from cta.results import (
     ColumnCandidates,
     ColumnPerturbations,
     Decision,
+    EntitySource,
     JudgeScore,
     PerturbationResult,
 )
@@ -57,7 +58,7 @@ class _TablePlan:
 
     table: Table
     entity: str
-    entity_source: str
+    entity_source: EntitySource
     report: CandidateReport
     # per target column: RPL candidates (retrieved ∪ dictionary, deduplicated) and ADD ones
     rpl: dict[str, list[Candidate]] = field(default_factory=dict)
@@ -93,7 +94,7 @@ class Pipeline:
         return self.judge_model.model
 
     # -- stage 0: context ------------------------------------------------------------------
-    def primary_entity(self, table: Table) -> tuple[str, str]:
+    def primary_entity(self, table: Table) -> tuple[str, EntitySource]:
         """The table's primary entity and where it came from (given / table-name / predicted)."""
         from cta.context import primary_entity
 
@@ -273,7 +274,7 @@ class Pipeline:
         result = PerturbationResult(
             table_id=plan.table.id,
             primary_entity=plan.entity,
-            entity_source=plan.entity_source,  # type: ignore[arg-type]
+            entity_source=plan.entity_source,
             columns=columns,
         )
         if options.samples:

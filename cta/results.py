@@ -11,6 +11,7 @@ from cta.table import ColumnType, Table
 Source = Literal["retriever", "dictionary"]
 Kind = Literal["rpl", "add"]
 Verdict = Literal["RPL", "ADD", "NONE"]
+EntitySource = Literal["given", "table-name", "predicted"]
 
 
 class Candidate(BaseModel):
@@ -80,7 +81,7 @@ class PerturbationResult(BaseModel):
 
     table_id: str | None
     primary_entity: str
-    entity_source: Literal["given", "table-name", "predicted"]
+    entity_source: EntitySource
     columns: list[ColumnPerturbations]
     samples: list[PerturbedTable] = Field(default_factory=list)
 
