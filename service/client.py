@@ -73,6 +73,24 @@ def _json(obj: Any) -> Any:
     return obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
 
 
+def _dataset_body(
+    spider: Sequence[Mapping[str, Any]],
+    questions: Sequence[Mapping[str, Any]],
+    kinds: Sequence[str],
+    seeds: Sequence[int],
+    options: PerturbOptions | Mapping[str, Any] | None,
+    fields: Mapping[str, Any],
+) -> dict[str, Any]:
+    return {
+        "kind": "dataset",
+        "spider": list(spider),
+        "questions": list(questions),
+        "kinds": list(kinds),
+        "seeds": list(seeds),
+        "options": _options(options, fields),
+    }
+
+
 def _options(options: PerturbOptions | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Any:
     base = PerturbOptions.model_validate(_json(options) if options is not None else {})
     return base.model_copy(update=dict(fields)).model_dump(mode="json") if fields else _json(base)
@@ -223,6 +241,19 @@ class Client(_Base):
             "options": _options(options, option_fields),
         }
         return self._submit(body)
+
+    def submit_dataset(
+        self,
+        spider: Sequence[Mapping[str, Any]],
+        questions: Sequence[Mapping[str, Any]],
+        kinds: Sequence[str] = ("rpl", "add"),
+        seeds: Sequence[int] = (0, 1, 2, 3, 4),
+        options: PerturbOptions | Mapping[str, Any] | None = None,
+        **option_fields: Any,
+    ) -> Job:
+        """Start the ADVETA protocol over a Spider dataset (``tables.json`` entries and
+        question records); one result item per database, holding a SpiderDatabaseResult."""
+        return self._submit(_dataset_body(spider, questions, kinds, seeds, options, option_fields))
 
     def _submit(self, body: dict[str, Any]) -> Job:
         status = JobStatus.model_validate(
@@ -385,6 +416,37 @@ class AsyncClient(_Base):
             "tables": [_json(t) for t in tables],
             "options": _options(options, option_fields),
         }
+        return await self._submit(body)
+
+    async def submit_spider(
+        self,
+        payload: Sequence[Mapping[str, Any]],
+        options: PerturbOptions | Mapping[str, Any] | None = None,
+        **option_fields: Any,
+    ) -> AsyncJob:
+        """Start a batch job over a Spider ``tables.json`` payload."""
+        body = {
+            "kind": "spider",
+            "spider": list(payload),
+            "options": _options(options, option_fields),
+        }
+        return await self._submit(body)
+
+    async def submit_dataset(
+        self,
+        spider: Sequence[Mapping[str, Any]],
+        questions: Sequence[Mapping[str, Any]],
+        kinds: Sequence[str] = ("rpl", "add"),
+        seeds: Sequence[int] = (0, 1, 2, 3, 4),
+        options: PerturbOptions | Mapping[str, Any] | None = None,
+        **option_fields: Any,
+    ) -> AsyncJob:
+        """Start the ADVETA protocol over a Spider dataset (see :meth:`Client.submit_dataset`)."""
+        return await self._submit(
+            _dataset_body(spider, questions, kinds, seeds, options, option_fields)
+        )
+
+    async def _submit(self, body: dict[str, Any]) -> AsyncJob:
         data = await self._request("POST", "/v1/jobs", idempotent=False, json=body)
         return AsyncJob(self, JobStatus.model_validate(data))
 

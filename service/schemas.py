@@ -12,12 +12,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from cta.apply.dataset import SpiderDatabaseResult
 from cta.judge.nli import JudgePair
 from cta.pipeline import PerturbOptions
 from cta.results import JudgeScore, PerturbationResult
 from cta.table import Table
 
 __all__ = [
+    "DatasetJobCreate",
     "ItemError",
     "ItemStatus",
     "JobCreate",
@@ -36,12 +38,13 @@ __all__ = [
     "PerturbationResult",
     "Problem",
     "Readiness",
+    "SpiderDatabaseResult",
     "SpiderJobCreate",
     "Table",
     "TablesJobCreate",
 ]
 
-JobKind = Literal["tables", "spider"]
+JobKind = Literal["tables", "spider", "dataset"]
 JobState = Literal["queued", "running", "done", "cancelled"]
 ItemStatus = Literal["pending", "running", "done", "failed", "cancelled"]
 
@@ -148,6 +151,29 @@ class SpiderJobCreate(BaseModel):
     options: PerturbOptions = Field(default_factory=PerturbOptions)
 
 
+class DatasetJobCreate(BaseModel):
+    """The ADVETA protocol over a Spider-format dataset: one item per database.
+
+    Each database's tables are perturbed (every column a question's gold SQL mentions), and
+    its question records come back rewritten per kind and seed, with the perturbed
+    ``tables.json`` entries and every mapping (:class:`SpiderDatabaseResult`). A database
+    entry that cannot be read, or records naming a database the payload lacks, become failed
+    items naming the problem.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["dataset"]
+    spider: list[dict[str, Any]] = Field(min_length=1, description="Spider tables.json entries")
+    questions: list[dict[str, Any]] = Field(
+        min_length=1,
+        description="Spider question records (each with db_id and query; other keys kept)",
+    )
+    kinds: list[Literal["rpl", "add"]] = Field(default=["rpl", "add"], min_length=1)
+    seeds: list[int] = Field(default=[0, 1, 2, 3, 4], min_length=1, max_length=20)
+    options: PerturbOptions = Field(default_factory=PerturbOptions)
+
+
 def _job_kind(value: Any) -> str:
     kind = value.get("kind", "tables") if isinstance(value, dict) else getattr(value, "kind", "")
     return kind if isinstance(kind, str) else ""
@@ -155,11 +181,13 @@ def _job_kind(value: Any) -> str:
 
 # ``kind`` picks the model and defaults to "tables", so ``{"tables": [...]}`` is enough.
 JobCreate = Annotated[
-    Annotated[TablesJobCreate, Tag("tables")] | Annotated[SpiderJobCreate, Tag("spider")],
+    Annotated[TablesJobCreate, Tag("tables")]
+    | Annotated[SpiderJobCreate, Tag("spider")]
+    | Annotated[DatasetJobCreate, Tag("dataset")],
     Discriminator(
         _job_kind,
         custom_error_type="invalid_job_kind",
-        custom_error_message="kind must be 'tables' or 'spider'",
+        custom_error_message="kind must be 'tables', 'spider' or 'dataset'",
     ),
 ]
 
@@ -202,11 +230,18 @@ class ItemError(BaseModel):
 class JobItem(BaseModel):
     """One table of a job: its result, or its error, or that it has not run yet."""
 
-    index: int = Field(description="Position of the table in the job (0-based)")
+    index: int = Field(description="Position of the item in the job (0-based)")
     status: ItemStatus
-    table_id: str | None = None
+    table_id: str | None = Field(
+        default=None, description="The table's id (dataset jobs: the database's db_id)"
+    )
     attempts: int = 0
-    result: PerturbationResult | None = None
+    result: PerturbationResult | None = Field(
+        default=None, description="A done item's perturbations (tables and spider jobs)"
+    )
+    dataset_result: SpiderDatabaseResult | None = Field(
+        default=None, description="A done item's protocol output (dataset jobs: one database)"
+    )
     error: ItemError | None = None
 
 

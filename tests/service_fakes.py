@@ -170,3 +170,16 @@ def wait_until(check: Callable[[], bool], timeout: float = 20.0, what: str = "co
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+# A small Spider tables.json entry: two tables, identifiers unlike their natural names.
+PETS = {
+    "db_id": "pets",
+    "table_names": ["student", "pet"],
+    "table_names_original": ["Student", "Pets"],
+    "column_names": [[-1, "*"], [0, "student id"], [0, "first name"], [1, "pet id"], [1, "age"]],
+    "column_names_original": [[-1, "*"], [0, "StuID"], [0, "Fname"], [1, "PetID"], [1, "pet_age"]],
+    "column_types": ["text", "number", "text", "number", "number"],
+    "primary_keys": [1, 3],
+    "foreign_keys": [],
+}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_fakes import FakePipeline, running_app, wtq_like_table
+from service_fakes import PETS, FakePipeline, running_app, wtq_like_table
 
 import service
 from cta.judge.nli import JudgeColumn, JudgePair
@@ -151,3 +151,67 @@ def test_a_job_submission_is_not_retried_after_the_request_may_have_arrived() ->
     assert seen == ["POST /v1/jobs"]
     http, seen = _scripted(httpx.ReadError, _OK_JUDGE)  # pure operations are retried
     assert Client("http://svc", http_client=http, backoff=0).judge([_PAIR])[0].e1 == 0.9
+
+
+def test_a_dataset_job_returns_rewritten_sql_perturbed_schemas_and_every_problem(
+    tmp_path: Path,
+) -> None:
+    questions = [
+        {
+            "db_id": "pets",
+            "question": "Names?",
+            "query": "SELECT Fname FROM Student WHERE StuID = 1",
+        },
+        {"db_id": "pets", "question": "Broken", "query": "SELEC Fname FROM"},
+        {
+            "db_id": "pets",
+            "question": "Old pets",
+            "query": "SELECT PetID FROM Pets WHERE pet_age > 3",
+        },
+        {"db_id": "ghost", "question": "?", "query": "SELECT 1"},
+        {"question": "no database", "query": "SELECT 1"},
+    ]
+    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    with running_app(settings) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
+        job = cta.submit_dataset([PETS], questions, kinds=["rpl", "add"], seeds=[0, 1])
+        status = job.wait(poll_interval=0.05, timeout=30)
+        items = list(job.results())
+    assert status.kind == "dataset" and (status.done, status.failed) == (1, 2)
+    assert [(i.table_id, i.status) for i in items] == [
+        ("pets", "done"),
+        ("ghost", "failed"),
+        (None, "failed"),
+    ]
+    assert items[1].error is not None and items[1].error.problem == "unknown_database"
+    assert items[2].error is not None and "1 question records" in items[2].error.message
+    result = items[0].dataset_result
+    assert result is not None and items[0].result is None
+    assert sorted(result.questions) == ["add_s0", "add_s1", "rpl_s0", "rpl_s1"]
+    # Records 0 and 2 are rewritten under every kind and seed; record 1 is reported, not lost.
+    assert len(result.mappings) == 3 * 2 * 2
+    broken = [m for m in result.mappings if m.id == "pets:1"]
+    assert all(m.sql is None and m.problem for m in broken) and len(broken) == 4
+    entries = {e["db_id"]: e for e in result.tables}
+    for key, records in result.questions.items():
+        assert [r["question"] for r in records] == ["Names?", "Old pets"]
+        for record in records:
+            mapping = next(
+                m
+                for m in result.mappings
+                if f"{m.kind}_s{m.seed}" == key
+                and m.perturbed_db_id == record["db_id"]
+                and m.sql == record["query"]
+            )
+            renamed = {
+                old: new for table in mapping.sql_mapping.values() for old, new in table.items()
+            }
+            assert renamed, "every mentioned column is perturbed by the stand-in's candidates"
+            originals = {name for _, name in entries[record["db_id"]]["column_names_original"]}
+            if key.startswith("rpl"):
+                # The renamed identifiers replace the originals in the SQL and in the schema.
+                for old, new in renamed.items():
+                    assert new in record["query"] and old not in record["query"]
+                    assert new in originals and old not in originals
+            else:
+                assert set(renamed.values()) <= originals and set(renamed) <= originals

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_fakes import wtq_like_table
+from service_fakes import PETS, wtq_like_table
 
 from service.client import Client
 
@@ -136,6 +136,20 @@ def test_cta_serve_end_to_end_over_the_real_tiny_pipeline(tmp_path: Path, tiny_h
     jobs_db = f"sqlite:///{tmp_path / 'jobs.sqlite3'}"
     with cta_serve(tmp_path / "svc", CTA_HOME=str(tiny_home), CTA_DATABASE_URL=jobs_db) as url:
         _exercise(url, tmp_path)
+        with Client(url) as cta:
+            # A dataset job: the protocol over one Spider database with the real engine.
+            query = "SELECT Fname FROM Student WHERE StuID = 1"
+            job = cta.submit_dataset([PETS], [{"db_id": "pets", "query": query}], seeds=[3])
+            status = job.wait(timeout=300)
+            (item,) = list(job.results())
+    assert (status.done, status.failed) == (1, 0)
+    result = item.dataset_result
+    assert result is not None
+    assert [(m.kind, m.seed) for m in result.mappings] == [("rpl", 3), ("add", 3)]
+    assert all(m.sql is not None for m in result.mappings)
+    assert {r["db_id"] for rs in result.questions.values() for r in rs} <= {
+        e["db_id"] for e in result.tables
+    } | {"pets"}
 
 
 def test_cta_serve_refuses_a_public_bind_without_api_keys(tmp_path: Path) -> None:

@@ -67,6 +67,7 @@ __all__ = [
     "PerturbedExample",
     "ProtocolResult",
     "Proposer",
+    "SpiderDatabaseResult",
     "SqlExample",
     "Variant",
     "VerificationRecord",
@@ -74,6 +75,7 @@ __all__ = [
     "materialise",
     "perturb_dataset",
     "perturb_spider",
+    "perturb_spider_database",
     "perturb_wikisql",
     "perturb_wtq",
     "run_protocol",
@@ -740,6 +742,78 @@ def perturb_spider(
         say(f"verify: {len(result.examples)} checks")
         verification = _verify_into(out, result, examples, paths, seconds, files)
     return _run_summary(out, len(examples), result, files, seconds, verification)
+
+
+class SpiderDatabaseResult(BaseModel):
+    """One Spider database through the protocol, in memory: what a service dataset job returns.
+
+    The same content :func:`perturb_spider` writes to files, for one database and without the
+    SQLite files: the perturbed ``tables.json`` entries, the rewritten question records per
+    kind and seed, and every example × kind × seed mapping (with the problem when its SQL
+    could not be rewritten).
+    """
+
+    db_id: str
+    tables: list[dict[str, Any]] = Field(
+        description="tables.json entries of the perturbed databases (db_id suffixed)"
+    )
+    questions: dict[str, list[dict[str, Any]]] = Field(
+        description="Rewritten question records by '<kind>_s<seed>', in input order"
+    )
+    mappings: list[PerturbedExample] = Field(
+        description="Every record × kind × seed: mapping applied, rewritten SQL or problem"
+    )
+
+
+def perturb_spider_database(
+    entry: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    proposer: Proposer,
+    kinds: Sequence[Kind] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    values: ValueMode = "generate",
+) -> SpiderDatabaseResult:
+    """The protocol over one Spider database entry and its question records (each needs a
+    string ``query``); example ids are ``<db_id>:<position in records>``.
+
+    Raises :class:`~cta.table.InvalidTableError` for an entry or record that cannot be read.
+    """
+    from cta.formats.spider import natural_tables, perturbed_entry, perturbed_record, spider_schema
+
+    db_id = entry.get("db_id")
+    if not isinstance(db_id, str) or not db_id:
+        raise InvalidTableError("invalid_spider", "a Spider entry needs a string db_id")
+    for i, record in enumerate(records):
+        if not isinstance(record.get("query"), str):
+            raise InvalidTableError(
+                "invalid_record", f"{db_id}: question record {i} has no string 'query'"
+            )
+    database = Database(db_id=db_id, schema=spider_schema(entry), tables=natural_tables(entry))
+    examples = [
+        SqlExample(id=f"{db_id}:{i}", db_id=db_id, sql=str(r["query"]))
+        for i, r in enumerate(records)
+    ]
+    result = run_protocol(examples, {db_id: database}, proposer, kinds, seeds, values)
+    tables: list[dict[str, Any]] = []
+    index_maps: dict[str, dict[int, int]] = {}
+    for variant in result.variants.values():
+        new_entry, index_map = perturbed_entry(entry, variant.db_id, variant.perturbation)
+        tables.append(new_entry)
+        index_maps[variant.db_id] = index_map
+    record_of = {ex.id: records[i] for i, ex in enumerate(examples)}
+    questions: dict[str, list[dict[str, Any]]] = {
+        f"{kind}_s{seed}": [] for kind in kinds for seed in seeds
+    }
+    for pe in result.examples:
+        if pe.sql is not None:
+            questions[f"{pe.kind}_s{pe.seed}"].append(
+                perturbed_record(
+                    record_of[pe.id], pe.perturbed_db_id, pe.sql, index_maps.get(pe.perturbed_db_id)
+                )
+            )
+    return SpiderDatabaseResult(
+        db_id=db_id, tables=tables, questions=questions, mappings=result.examples
+    )
 
 
 # -- WikiSQL ----------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from cta.apply.dataset import SpiderDatabaseResult
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
 from cta.settings import Settings
@@ -197,7 +198,7 @@ class JobStore:
         """Items ``offset … offset+limit-1`` of a job in table order (None: no such job)."""
         with self._read() as conn:
             job = conn.execute(
-                sa.select(jobs.c.total).where(jobs.c.id == job_id, _owned(owner))
+                sa.select(jobs.c.total, jobs.c.kind).where(jobs.c.id == job_id, _owned(owner))
             ).one_or_none()
             if job is None:
                 return None
@@ -217,13 +218,23 @@ class JobStore:
                 )
                 .order_by(job_items.c.position)
             ).all()
+        dataset = job.kind == "dataset"
         items = [
             JobItem(
                 index=row.position,
                 status=row.status,
                 table_id=row.table_id,
                 attempts=row.attempts,
-                result=PerturbationResult.model_validate_json(row.result) if row.result else None,
+                result=(
+                    PerturbationResult.model_validate_json(row.result)
+                    if row.result and not dataset
+                    else None
+                ),
+                dataset_result=(
+                    SpiderDatabaseResult.model_validate_json(row.result)
+                    if row.result and dataset
+                    else None
+                ),
                 error=ItemError.model_validate_json(row.error) if row.error else None,
             )
             for row in rows
@@ -350,7 +361,9 @@ class JobStore:
         for job_id in sorted(set(doomed)):
             self._finish_if_complete(conn, job_id, now)
 
-    def complete(self, item: ClaimedItem, worker: str, result: PerturbationResult) -> bool:
+    def complete(
+        self, item: ClaimedItem, worker: str, result: PerturbationResult | SpiderDatabaseResult
+    ) -> bool:
         """Commit an item's result; False when the worker no longer holds it (nothing written)."""
         return self._commit(item, worker, "done", result=result.model_dump_json())
 

@@ -1,4 +1,4 @@
-"""The job worker: claim tables, perturb them in one batched engine call, commit each one.
+"""The job worker: claim items, perturb them in batched engine calls, commit each one.
 
 Runs as threads inside ``cta serve`` (``inprocess_workers``) or as separate ``cta worker``
 processes sharing the database. Each table's result is committed on its own as soon as the
@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 
+from cta.apply.dataset import SpiderDatabaseResult, perturb_spider_database
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
 from cta.settings import Settings
@@ -86,11 +87,14 @@ class JobWorker:
             self.settings.job_max_attempts,
         )
         # Items of "tables" and "spider" jobs are both one table each (a Spider payload is
-        # split into tables at submission); a new kind (e.g. NL–SQL pairs) adds its runner here.
+        # split into tables at submission), batched together; a "dataset" item is one
+        # database with its question records, run through the protocol on its own.
         groups: dict[str, list[ClaimedItem]] = {}
         for item in items:
             if item.kind in _TABLE_KINDS:
                 groups.setdefault(item.options.model_dump_json(), []).append(item)
+            elif item.kind == "dataset":
+                self._dataset(item)
             else:
                 self._fail(
                     item, InvalidTableError("unsupported_kind", f"no runner for {item.kind!r} jobs")
@@ -126,7 +130,25 @@ class JobWorker:
         for (item, _), result in zip(runnable, results, strict=True):
             self._complete(item, result)
 
-    def _complete(self, item: ClaimedItem, result: PerturbationResult) -> None:
+    def _dataset(self, item: ClaimedItem) -> None:
+        options = item.options
+        try:
+            payload = json.loads(item.payload)
+            result = perturb_spider_database(
+                payload["entry"],
+                payload["records"],
+                lambda tables: self.host.perturb_many(tables, options),
+                kinds=payload["kinds"],
+                seeds=payload["seeds"],
+            )
+        except Exception as exc:
+            self._fail(item, exc)
+        else:
+            self._complete(item, result)
+
+    def _complete(
+        self, item: ClaimedItem, result: PerturbationResult | SpiderDatabaseResult
+    ) -> None:
         if not self.store.complete(item, self.name, result):
             log.warning(
                 "worker %s: lost the lease on item %d; result discarded", self.name, item.id

@@ -34,7 +34,7 @@ def _not_found(job_id: str) -> ServiceProblem:
 @router.post(
     "",
     status_code=202,
-    summary="Submit a batch job (tables or a Spider tables.json payload)",
+    summary="Submit a batch job (tables, a Spider tables.json payload, or a Spider dataset)",
     responses=problems(401, 413, 422),
 )
 def submit_job(
@@ -43,7 +43,8 @@ def submit_job(
     owner: Caller,
     body: Annotated[JobCreate, Body()],
 ) -> JobStatus:
-    """Accept a job; poll ``Location`` for its status. Invalid tables become failed items."""
+    """Accept a job; poll ``Location`` for its status. Invalid tables (or databases) become
+    failed items."""
     items = job_items(body, request.app.state.settings)
     status = _store(request).create_job(body.kind, owner, body.options, items)
     response.headers["Location"] = f"/v1/jobs/{status.id}"
