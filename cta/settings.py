@@ -178,7 +178,9 @@ class Settings(BaseSettings):
     )
     job_claim_batch: int = Field(default=8, ge=1, description="Tables a worker claims at once")
     job_lease_seconds: float = Field(
-        default=300.0, gt=0, description="A claimed table returns to the queue after this"
+        default=300.0,
+        gt=0,
+        description="Lease on a claimed item, renewed every third while its worker lives",
     )
     job_max_attempts: int = Field(default=3, ge=1, description="Claims before a table fails")
     job_poll_seconds: float = Field(default=0.5, gt=0, description="Idle worker poll interval")

@@ -408,6 +408,26 @@ class JobStore:
             .values(state="done", finished_at=now)
         )
 
+    def renew(self, items: Sequence[ClaimedItem], worker: str, lease_seconds: float) -> int:
+        """Extend the leases ``worker`` still holds on ``items``; how many it still holds.
+
+        A worker renews while a long batch runs, so a slow batch is not mistaken for a dead
+        worker; an item whose lease was already taken over is left alone.
+        """
+        if not items:
+            return 0
+        expires = utcnow() + timedelta(seconds=lease_seconds)
+        with self._tx() as conn:
+            return conn.execute(
+                job_items.update()
+                .where(
+                    job_items.c.id.in_([item.id for item in items]),
+                    job_items.c.status == "running",
+                    job_items.c.lease_owner == worker,
+                )
+                .values(lease_expires_at=expires)
+            ).rowcount
+
     def release(self, worker: str) -> int:
         """Return a worker's running items to the queue (a restarted worker's stale leases)."""
         with self._tx() as conn:

@@ -14,7 +14,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from cta.apply.dataset import SpiderDatabaseResult, perturb_spider_database
 from cta.pipeline import PerturbOptions
@@ -89,6 +90,34 @@ class JobWorker:
         # Items of "tables" and "spider" jobs are both one table each (a Spider payload is
         # split into tables at submission), batched together; a "dataset" item is one
         # database with its question records, run through the protocol on its own.
+        if not items:
+            return 0
+        with self._renewing(items):
+            self._run(items)
+        return len(items)
+
+    @contextmanager
+    def _renewing(self, items: Sequence[ClaimedItem]) -> Iterator[None]:
+        """Renew the leases on ``items`` every third of a lease while the block runs."""
+        lease = self.settings.job_lease_seconds
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(lease / 3):
+                try:
+                    self.store.renew(items, self.name, lease)
+                except Exception:  # a missed renewal only risks a retry elsewhere
+                    log.exception("worker %s: lease renewal failed", self.name)
+
+        thread = threading.Thread(target=renew, name=f"{self.name}-leases", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+
+    def _run(self, items: Sequence[ClaimedItem]) -> None:
         groups: dict[str, list[ClaimedItem]] = {}
         for item in items:
             if item.kind in _TABLE_KINDS:
@@ -101,7 +130,6 @@ class JobWorker:
                 )
         for group in groups.values():
             self._perturb(group, group[0].options)
-        return len(items)
 
     def _perturb(self, items: Sequence[ClaimedItem], options: PerturbOptions) -> None:
         runnable: list[tuple[ClaimedItem, Table]] = []
