@@ -35,8 +35,8 @@ def test_name_key_ignores_case_punctuation_and_inflection() -> None:
 def test_is_common_rejects_rare_words() -> None:
     assert is_common("given name")
     assert is_common("year 2020")
-    assert not is_common("padrone")
-    assert not is_common("breed cognomen")
+    assert not is_common("quincunx")
+    assert not is_common("ship sobriquet")
     assert not is_common("--")
 
 

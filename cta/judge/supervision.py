@@ -557,8 +557,8 @@ class Lexicon:
     def synonyms(self, segment: str) -> list[str]:
         """Lemmas sharing any sense of ``segment``, sorted.
 
-        Every sense, as a thesaurus lists them: people accept ``breed cipher`` for ``breed
-        code``, and a synonym of a rare sense is never evidence that two names differ.
+        Every sense, as a thesaurus lists them: people accept ``ticket fare`` for ``ticket
+        price``, and a synonym of a rare sense is never evidence that two names differ.
         """
         return self._cached(
             "synonym", segment, lambda: self._lemmas(self.synsets(segment), segment)
