@@ -134,6 +134,10 @@ class Settings(BaseSettings):
     judge_train_holdout: list[str] = Field(
         default_factory=list, description="Table-id prefixes never used for judge training"
     )
+    judge_train_question_synonyms: list[str] = Field(
+        default_factory=list,
+        description="Spider-Syn-style question files (tables.json beside) whose synonyms supervise",
+    )
     judge_train_examples: int = Field(default=60_000, ge=1, description="Supervised pairs")
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="auto = CUDA when present, else CPU"

@@ -16,6 +16,7 @@ from cta.judge.supervision import (
     build_supervision,
     clean_column,
     from_table,
+    question_synonym_pairs,
     table_entity,
 )
 from cta.settings import Settings, get_settings
@@ -165,6 +166,63 @@ def test_supervision_rejects_bad_requests(lexicon: Lexicon, sources: list[Source
     single = [SourceTable("t", None, (SourceColumn("name", ColumnType.TEXT),))]
     with pytest.raises(ValueError, match="≥ 1"):
         build_supervision(single, lexicon, size=0)
+
+
+def _spider_syn(tmp_path: Path) -> Path:
+    """A Spider-style tables.json with two databases and Spider-Syn-style questions."""
+    tables = [
+        {
+            "db_id": db_id,
+            "table_names": ["department", "head"],
+            "column_names": [
+                [-1, "*"],
+                [0, "department id"],
+                [0, "department name"],
+                [1, "head id"],
+                [1, "salary"],
+            ],
+            "column_types": ["text", "number", "text", "number", "number"],
+        }
+        for db_id in ("company", "held_out")
+    ]
+    questions = [
+        {
+            "db_id": db_id,
+            "SpiderQuestion": "How many heads of the departments earn a salary above 5?",
+            "SpiderSynQuestion": "How many leaders of the divisions earn a wage above 5?",
+        }
+        for db_id in ("company", "held_out")
+    ]
+    (tmp_path / "tables.json").write_text(json.dumps(tables))
+    path = tmp_path / "train_syn.json"
+    path.write_text(json.dumps(questions))
+    return path
+
+
+def test_question_synonyms_rename_the_columns_of_their_database(
+    tmp_path: Path, lexicon: Lexicon, sources: list[SourceTable]
+) -> None:
+    pairs = question_synonym_pairs(_spider_syn(tmp_path), lexicon, ["spider:held_out."])
+    renames = {(entity, old, new) for entity, old, _, new in pairs}
+    # The replaced question words, in base form, applied wherever a column contains them.
+    assert renames == {
+        ("department", "department id", "division id"),
+        ("department", "department name", "division name"),
+        ("head", "head id", "leader id"),
+        ("head", "salary", "wage"),
+    }
+    assert {t for _, old, t, _ in pairs if old == "salary"} == {ColumnType.NUMBER}
+    everything = question_synonym_pairs(tmp_path / "train_syn.json", lexicon)
+    assert len(everything) == len(pairs)  # the held-out copy adds the same texts, deduplicated
+    supervision = build_supervision(sources, lexicon, size=400, seed=1, question_pairs=pairs)
+    used = [e for e in supervision.examples if e.relation == "question-synonym"]
+    assert used and all(e.label == "entailment" for e in used)
+    assert {tuple(sorted((e.premise, e.hypothesis))) for e in used} <= {
+        tuple(sorted((old, new))) for _, old, new in renames
+    }
+    without = build_supervision(sources, lexicon, size=400, seed=1)
+    assert without.produced["question-synonym"] == 0
+    assert len(without.examples) >= len(supervision.examples) - len(used)
 
 
 @pytest.mark.slow

