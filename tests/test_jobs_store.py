@@ -198,12 +198,12 @@ def test_concurrent_workers_take_every_item_exactly_once(store: JobStore) -> Non
 
 def test_a_renewed_lease_is_not_reclaimed_and_a_lost_one_is_not_renewed(store: JobStore) -> None:
     store.create_job("tables", None, PerturbOptions(), _items(2))
-    held = store.claim("slow", 2, 0.3, 5)
-    time.sleep(0.2)
-    assert store.renew(held, "slow", 0.3) == 2
-    time.sleep(0.2)  # past the first lease, inside the renewed one
+    held = store.claim("slow", 2, 1.0, 5)
+    time.sleep(0.6)
+    assert store.renew(held, "slow", 1.0) == 2
+    time.sleep(0.6)  # past the first lease, inside the renewed one
     assert store.claim("fast", 2, 60, 5) == []
-    time.sleep(0.2)
+    time.sleep(0.6)
     taken = store.claim("fast", 1, 60, 5)
     assert [t.id for t in taken] == [held[0].id]
     assert store.renew(held, "slow", 60) == 1  # only the item "slow" still holds
@@ -219,20 +219,22 @@ def test_a_worker_renews_its_leases_while_a_slow_batch_runs(tmp_path: Path) -> N
     from service.jobs.worker import JobWorker
     from service.schemas import TablesJobCreate
 
-    settings = Settings(home=tmp_path, job_lease_seconds=0.3, job_claim_batch=2)
+    settings = Settings(home=tmp_path, job_lease_seconds=2.0, job_claim_batch=2)
     store = JobStore(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
     store.migrate()
     request = TablesJobCreate(tables=[wtq_like_table(i) for i in range(2)])
     job = store.create_job("tables", None, request.options, job_items(request, settings))
-    host = PipelineHost(settings, lambda s: FakePipeline(s, delay=0.5))  # 1 s ≫ the lease
+    host = PipelineHost(settings, lambda s: FakePipeline(s, delay=2.5))  # 5 s ≫ the lease
     host.load()
     worker = JobWorker(store, host, settings, name="slow")
     thread = threading.Thread(target=worker.run_once)
     thread.start()
+    while (status := store.get_job(job.id, None)) is not None and status.running < 2:
+        time.sleep(0.01)  # the worker claims first; from then on its leases must hold
     stolen = []
     while thread.is_alive():
         stolen += store.claim("thief", 2, 60, 5)
-        time.sleep(0.05)
+        time.sleep(0.2)
     thread.join()
     page = store.results(job.id, None, 0, 10)
     store.close()
