@@ -282,6 +282,27 @@ CASES = [
         json={"kind": "spider", "spider": {"db_id": "x"}},
     ),
     Case(
+        "jobs: dataset job without question records",
+        "POST",
+        "/v1/jobs",
+        422,
+        "invalid_request",
+        json={"kind": "dataset", "spider": [{"db_id": "x"}]},
+    ),
+    Case(
+        "jobs: dataset job with an unknown perturbation kind",
+        "POST",
+        "/v1/jobs",
+        422,
+        "invalid_request",
+        json={
+            "kind": "dataset",
+            "spider": [{"db_id": "x"}],
+            "questions": [{"db_id": "x", "query": "SELECT 1"}],
+            "kinds": ["swap"],
+        },
+    ),
+    Case(
         "jobs: more tables than max_tables_per_job",
         "POST",
         "/v1/jobs",
