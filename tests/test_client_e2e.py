@@ -104,6 +104,25 @@ def _exercise(url: str, tmp_path: Path, api_key: str | None = None) -> None:
     results = _cli(tmp_path, url, api_key, "results", job_id).stdout.splitlines()
     assert [json.loads(line) for line in results] == lines
 
+    # A dataset job from the command line: Spider tables.json + its question file.
+    spider, questions = tmp_path / "tables.json", tmp_path / "questions.json"
+    spider.write_text(json.dumps([PETS]))
+    records = [{"db_id": "pets", "question": "Ages?", "query": "SELECT pet_age FROM Pets"}]
+    questions.write_text(json.dumps(records))
+    out = tmp_path / "dataset.jsonl"
+    args = ("submit", str(spider), "--questions", str(questions), "--seeds", "2", "--wait")
+    submit = _cli(tmp_path, url, api_key, *args, "-o", str(out))
+    assert "1 databases submitted" in submit.stderr and "1 done, 0 failed" in submit.stderr
+    (line,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert (line["table_id"], line["status"]) == ("pets", "done")
+    mappings = line["dataset_result"]["mappings"]
+    assert sorted((m["kind"], m["seed"]) for m in mappings) == [
+        ("add", 0),
+        ("add", 1),
+        ("rpl", 0),
+        ("rpl", 1),
+    ]
+
 
 def _cli(
     tmp_path: Path, url: str, api_key: str | None, *args: str

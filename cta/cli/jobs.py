@@ -32,6 +32,14 @@ def register(sub: Any) -> None:
     s.add_argument(
         "--wait", action="store_true", help="wait with a progress bar, then write results"
     )
+    s.add_argument(
+        "--questions",
+        type=Path,
+        help="with a Spider tables.json: its question file (dev.json …) — a dataset job running "
+        "the ADVETA protocol, one item per database",
+    )
+    s.add_argument("--kind", default="rpl,add", help="dataset jobs: rpl, add or rpl,add")
+    s.add_argument("--seeds", type=int, default=5, help="dataset jobs: seeds 0 … N-1")
     s.add_argument("--output", "-o", type=Path, help="results as JSON lines (default: stdout)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--samples", type=int, default=0, help="perturbed tables of each kind per table")
@@ -123,13 +131,26 @@ def _submit(args: argparse.Namespace) -> int:
         print(f"cta jobs submit: {exc}", file=sys.stderr)
         return 2
     options = {"seed": args.seed, "samples": args.samples, "max_candidates": args.max_candidates}
+    questions = None
+    if args.questions is not None:
+        if kind != "spider":
+            print("cta jobs submit: --questions needs a Spider tables.json", file=sys.stderr)
+            return 2
+        try:
+            questions = json.loads(args.questions.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"cta jobs submit: cannot read {args.questions}: {exc}", file=sys.stderr)
+            return 2
     with _client(args, settings) as client:
-        job = (
-            client.submit_spider(payload, options)
-            if kind == "spider"
-            else client.submit(payload, options)
-        )
-        print(f"job {job.id}: {job.status.total} tables submitted", file=sys.stderr)
+        if questions is not None:
+            kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
+            job = client.submit_dataset(payload, questions, kinds, list(range(args.seeds)), options)
+        elif kind == "spider":
+            job = client.submit_spider(payload, options)
+        else:
+            job = client.submit(payload, options)
+        unit = "databases" if questions is not None else "tables"
+        print(f"job {job.id}: {job.status.total} {unit} submitted", file=sys.stderr)
         if not args.wait:
             _print(job.status)
             return 0
