@@ -118,8 +118,8 @@ def _dataset_items(request: DatasetJobCreate, settings: Settings) -> list[NewIte
         payload = {
             "entry": entry,
             "records": by_db[db_id],
-            "kinds": request.kinds,
-            "seeds": request.seeds,
+            "kinds": list(dict.fromkeys(request.kinds)),  # each once, in the order given
+            "seeds": list(dict.fromkeys(request.seeds)),
         }
         error = _database_error(entry, db_id, settings)
         if error is None:
