@@ -17,7 +17,8 @@ for this benchmark only — whose candidates are the names hardest to rewrite ar
 - string literals the database's queries compare with (an ADD column named ``France``
   would capture ``WHERE country = "France"`` unless it becomes ``'France'``).
 
-``--proposer pipeline`` runs the real CTA pipeline instead (``Pipeline.from_settings``).
+``--proposer pipeline`` runs the real CTA pipeline instead (``Pipeline.from_settings``) and
+writes ``spider_<split>_pipeline.json``.
 
 Run: ``nice .venv/bin/python benchmarks/spider_protocol.py --split dev``
 (``--split train_spider`` for the 7,000 training questions).
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import sys
@@ -195,13 +197,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "output_megabytes": round(disk / 1e6, 1),
         "seconds": {**run.seconds, "total": round(total, 1)},
         "machine": (
-            f"{platform.machine()}, {platform.python_version()}, one process under nice "
-            "on a 2-core machine shared with other jobs (wall-clock times)"
+            f"{platform.machine()}, {platform.python_version()}, one process on a "
+            f"{os.cpu_count()}-core machine, load average {os.getloadavg()[0]:.2f} at the end "
+            "(wall-clock times)"
         ),
         "problems": verification.get("problems", []),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"spider_{args.split}.json"
+    suffix = "" if args.proposer == "stress" else f"_{args.proposer}"
+    path = RESULTS / f"spider_{args.split}{suffix}.json"
     path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in result.items() if k != "problems"}, indent=1))
     return 0
