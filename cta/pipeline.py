@@ -18,7 +18,14 @@ from pydantic import BaseModel, Field
 
 from cta import registry
 from cta.components import DictionaryReplacer, EntailmentModel, Reranker, Retriever
-from cta.judge.decide import is_add_against, is_rpl, passes_add, verdict
+from cta.judge.decide import (
+    add_possible,
+    is_add_against,
+    is_rpl,
+    passes_add,
+    rpl_possible,
+    verdict,
+)
 from cta.results import (
     Candidate,
     CandidateReport,
@@ -186,27 +193,58 @@ class Pipeline:
         add_thr = _pick(options.add_threshold, self.settings.add_threshold)
         plans = [self._plan(table, options.seed) for table in tables]
 
+        rpl_agg, add_agg = self.settings.rpl_aggregation, self.settings.add_aggregation
+
         # Pass 1: every candidate against its own target column (serves RPL and the first
-        # ADD check), one batched call over all tables.
+        # ADD check), batched over all tables. e1 first; e2 only where it can still matter:
+        # a candidate whose e1 already rules out RPL and ADD (min/max: 0.45 < e1 < 0.65, or a
+        # dictionary candidate with e1 < 0.65) is decided without it.
         first: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
             for target in plan.table.targets():
                 for cand in _union(plan.rpl[target.name], plan.add[target.name]):
                     first[_key(plan.entity, target, cand)] = (plan.entity, target, cand)
-        first_scores = self._score(first)
+        forward = self._entail(first)
+        backward_needed: dict[_Key, tuple[str | None, Column, Candidate]] = {}
+        for plan in plans:
+            for target in plan.table.targets():
+                for cands, possible, thr, how in (
+                    (plan.rpl[target.name], rpl_possible, rpl_thr, rpl_agg),
+                    (plan.add[target.name], add_possible, add_thr, add_agg),
+                ):
+                    for cand in cands:
+                        key = _key(plan.entity, target, cand)
+                        if possible(forward[key], thr, how):
+                            backward_needed[key] = first[key]
+        backward = self._entail(backward_needed, reverse=True)
+        first_scores = {key: (forward[key], backward.get(key)) for key in first}
 
-        # Pass 2: ADD survivors against every *other* column of their table.
+        # Pass 2: ADD survivors against every *other* column of their table; the same
+        # e1-first order, e2 only for candidates no other column has already ruled out.
+        groups: list[list[_Key]] = []
         second: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
             for target in plan.table.targets():
                 for cand in plan.add[target.name]:
                     e1, e2 = first_scores[_key(plan.entity, target, cand)]
-                    if not is_add_against(e1, e2, add_thr, self.settings.add_aggregation):
+                    if e2 is None or not is_add_against(e1, e2, add_thr, add_agg):
                         continue
+                    group = []
                     for other in plan.table.columns:
                         if other.name != target.name:
-                            second[_key(plan.entity, other, cand)] = (plan.entity, other, cand)
-        second_scores = self._score(second)
+                            key = _key(plan.entity, other, cand)
+                            second[key] = (plan.entity, other, cand)
+                            group.append(key)
+                    groups.append(group)
+        forward2 = self._entail(second)
+        alive = {
+            key
+            for group in groups
+            if all(add_possible(forward2[k], add_thr, add_agg) for k in group)
+            for key in group
+        }
+        backward2 = self._entail({k: second[k] for k in second if k in alive}, reverse=True)
+        second_scores = {key: (forward2[key], backward2.get(key)) for key in second}
 
         results = []
         for plan in plans:
@@ -215,12 +253,13 @@ class Pipeline:
             )
         return results
 
-    def _score(
-        self, pairs: dict[_Key, tuple[str | None, Column, Candidate]]
-    ) -> dict[_Key, tuple[float, float]]:
-        """Judge every (column, candidate) pair once, in one batched call."""
+    def _entail(
+        self, pairs: dict[_Key, tuple[str | None, Column, Candidate]], reverse: bool = False
+    ) -> dict[_Key, float]:
+        """One entailment direction for every (column, candidate) pair, in one batched call:
+        e1 (column ⇒ candidate), or e2 with ``reverse``."""
         judged = [_pair(entity, column, cand) for entity, column, cand in pairs.values()]
-        return dict(zip(pairs, self.judge_model.score(judged), strict=True))
+        return dict(zip(pairs, self.judge_model.entail(judged, reverse=reverse), strict=True))
 
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         entity, source = self.primary_entity(table)
@@ -239,28 +278,32 @@ class Pipeline:
         options: PerturbOptions,
         rpl_thr: float,
         add_thr: float,
-        first: dict[_Key, tuple[float, float]],
-        second: dict[_Key, tuple[float, float]],
+        first: dict[_Key, tuple[float, float | None]],
+        second: dict[_Key, tuple[float, float | None]],
     ) -> PerturbationResult:
         columns = []
         limit = options.max_candidates
         for target in plan.table.targets():
             replace: list[Decision] = []
+            # e2 is None where e1 alone settled the pair (see perturb_many): not RPL, not ADD.
             for cand in plan.rpl[target.name]:
                 e1, e2 = first[_key(plan.entity, target, cand)]
-                if is_rpl(e1, e2, rpl_thr, self.settings.rpl_aggregation):
+                if e2 is not None and is_rpl(e1, e2, rpl_thr, self.settings.rpl_aggregation):
                     replace.append(_decision(cand, e1, e2))
             add: list[Decision] = []
             for cand in plan.add[target.name]:
                 e1, e2 = first[_key(plan.entity, target, cand)]
-                if not is_add_against(e1, e2, add_thr, self.settings.add_aggregation):
+                if e2 is None or not is_add_against(e1, e2, add_thr, self.settings.add_aggregation):
                     continue  # pass 2 only scored the survivors of the target check
                 others = [
                     second[_key(plan.entity, other, cand)]
                     for other in plan.table.columns
                     if other.name != target.name
                 ]
-                if passes_add([(e1, e2), *others], add_thr, self.settings.add_aggregation):
+                if any(o2 is None for _, o2 in others):
+                    continue  # another column's e1 already ruled it out
+                checked = [(o1, o2) for o1, o2 in others if o2 is not None]
+                if passes_add([(e1, e2), *checked], add_thr, self.settings.add_aggregation):
                     add.append(_decision(cand, e1, e2))
             # RPL: most mutually entailed first; ADD: keep the reranker's association order.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))

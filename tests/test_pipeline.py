@@ -82,6 +82,64 @@ def test_decisions_follow_the_rules_against_every_column(tiny_pipeline: Pipeline
                 assert max(e1, e2) <= settings.add_threshold, (d.name, other.name)
 
 
+def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[set, set]]:
+    """RPL and ADD names per column, recomputed with both directions of every pair."""
+    from cta.judge.decide import is_add_against, is_rpl, passes_add
+
+    settings = pipeline.settings
+    report = pipeline.candidates(table, seed=seed)
+    entity = report.primary_entity or ""
+    own = {name_key(n) for n in table.column_names}
+    out = {}
+    for col, pool in zip(table.columns, report.columns, strict=True):
+        rpl, add = set(), set()
+        for cand in [*pool.retrieved, *pool.dictionary]:
+            if name_key(cand.name) in own:
+                continue
+            e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
+            if is_rpl(e1, e2, settings.rpl_threshold, settings.rpl_aggregation):
+                rpl.add(cand.name)
+            if cand.source == "dictionary":
+                continue
+            every = [
+                _scores(pipeline, entity, other.name, other.type, cand.name, cand.type)
+                for other in table.columns
+            ]
+            if is_add_against(e1, e2, settings.add_threshold, settings.add_aggregation) and (
+                passes_add(every, settings.add_threshold, settings.add_aggregation)
+            ):
+                add.add(cand.name)
+        out[col.name] = (rpl, add)
+    return out
+
+
+@pytest.mark.parametrize("aggregation", [("min", "max"), ("mean", "mean")])
+def test_reverse_directions_are_skipped_only_when_e1_settles_the_pair(
+    tiny_pipeline: Pipeline, aggregation: tuple[str, str]
+) -> None:
+    import dataclasses
+
+    settings = tiny_pipeline.settings.model_copy(
+        update={"rpl_aggregation": aggregation[0], "add_aggregation": aggregation[1]}
+    )
+    pipeline = dataclasses.replace(tiny_pipeline, settings=settings)
+    judge = pipeline.judge_model
+    table = _books()
+    judge.clear_cache()
+    judge.reset_stats()
+    result = pipeline.perturb(table, PerturbOptions(seed=0))
+    lazy_pairs = judge.stats.model_pairs
+    judge.clear_cache()
+    judge.reset_stats()
+    expected = _expected(pipeline, table, seed=0)
+    full_pairs = judge.stats.model_pairs
+    got = {c.column: ({d.name for d in c.replace}, {d.name for d in c.add}) for c in result.columns}
+    assert got == expected
+    assert any(rpl or add for rpl, add in got.values())
+    # With min/max, e1 settles many pairs on the tiny judge; mean settles only extreme ones.
+    assert lazy_pairs < full_pairs if aggregation == ("min", "max") else lazy_pairs <= full_pairs
+
+
 def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
     table = _books()
     report = tiny_pipeline.candidates(table, seed=0)

@@ -38,6 +38,21 @@ def is_add_against(
     return aggregate(e1, e2, aggregation) <= add_threshold
 
 
+def rpl_possible(e1: float, rpl_threshold: float, aggregation: Aggregation = "min") -> bool:
+    """Whether some ``e2`` in [0, 1] could still make the pair RPL, knowing only ``e1``.
+
+    Every aggregation is monotone, so the best case is ``e2 = 1``; when even that fails, the
+    pair's reverse direction need not be scored (``min``: ``e1 < thr`` settles it).
+    """
+    return aggregate(e1, 1.0, aggregation) >= rpl_threshold
+
+
+def add_possible(e1: float, add_threshold: float, aggregation: Aggregation = "max") -> bool:
+    """Whether some ``e2`` in [0, 1] could still pass the ADD check against this column (best
+    case ``e2 = 0``; ``max``: ``e1 > thr`` already fails it)."""
+    return aggregate(e1, 0.0, aggregation) <= add_threshold
+
+
 def passes_add(
     scores_vs_every_column: Sequence[tuple[float, float]],
     add_threshold: float,

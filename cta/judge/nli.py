@@ -214,15 +214,37 @@ class BidirectionalJudge:
             target = self.text(pair.entity, pair.target)
             candidate = self.text(pair.entity, pair.candidate)
             directed.append(((target, candidate), (candidate, target)))
+        scores = self._directed([key for both in directed for key in both], len(pairs))
+        return [(scores[forward], scores[backward]) for forward, backward in directed]
+
+    def entail(self, pairs: Sequence[JudgePair], reverse: bool = False) -> list[float]:
+        """One direction per pair: e1 = P(entail | target ⇒ candidate), or with ``reverse``
+        e2 = P(entail | candidate ⇒ target) — same cache and batching as :meth:`score`.
+
+        The pipeline scores e1 first and asks for e2 only where it can still change a
+        decision (:func:`~cta.judge.decide.rpl_possible`, ``add_possible``).
+        """
+        keys = []
+        for pair in pairs:
+            target = self.text(pair.entity, pair.target)
+            candidate = self.text(pair.entity, pair.candidate)
+            keys.append((candidate, target) if reverse else (target, candidate))
+        scores = self._directed(keys, len(pairs))
+        return [scores[key] for key in keys]
+
+    def _directed(
+        self, keys: Sequence[tuple[str, str]], requested: int
+    ) -> dict[tuple[str, str], float]:
+        """Scores of directed (premise, hypothesis) texts: cached ones, the rest from the model."""
         # Unique directed texts in first-seen order, so model calls are reproducible.
-        unique = list(dict.fromkeys(key for both in directed for key in both))
+        unique = list(dict.fromkeys(keys))
         scores: dict[tuple[str, str], float] = {}
         with self._lock:
             for key in unique:
                 if key in self._cache:
                     self._cache.move_to_end(key)
                     scores[key] = self._cache[key]
-            self.stats.pairs_requested += len(pairs)
+            self.stats.pairs_requested += requested
             self.stats.unique_directed += len(unique)
             self.stats.cache_hits += len(scores)
         missing = [key for key in unique if key not in scores]
@@ -241,7 +263,7 @@ class BidirectionalJudge:
                 for key, value in zip(chunk, values, strict=True):
                     scores[key] = value
                     self._remember(key, value)
-        return [(scores[forward], scores[backward]) for forward, backward in directed]
+        return scores
 
     def _remember(self, key: tuple[str, str], value: float) -> None:
         if self.cache_size == 0:
