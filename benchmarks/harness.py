@@ -193,7 +193,7 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
         "| figure | value |",
         "|---|---|",
         f"| tables / second (ours, full pipeline) | {o['tables_per_second']} |",
-        f"| judge pairs requested / table | {o['pairs_requested_per_table']} |",
+        f"| judge lookups requested / table (one per direction the pipeline asked for) | {o['pairs_requested_per_table']} |",
         f"| directed pairs sent to the model / table | {o['model_pairs_per_table']} |",
         f"| share of wall time in the judge model (tokenise + forward) | {_pct(o['model_share'])} |",
         f"| share of wall time in retrieval (query encoding + search) | {_pct(o['retrieval_share'])} |",

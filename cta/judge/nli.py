@@ -164,7 +164,7 @@ class HFEntailmentModel:
 class JudgeStats:
     """Counters of a :class:`BidirectionalJudge` (benchmarks read them)."""
 
-    pairs_requested: int = 0
+    pairs_requested: int = 0  # pairs asked of score() (both directions) or entail() (one)
     unique_directed: int = 0
     cache_hits: int = 0
     model_pairs: int = 0
