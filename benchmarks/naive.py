@@ -78,7 +78,7 @@ class NaivePipeline:
     def perturb(self, table: Table, seed: int = 0) -> tuple[Decisions, dict[str, Any]]:
         """Decisions of every target column, and the scores behind them (for diffs)."""
         from retriever.dense import candidate_pool
-        from retriever.lexicon import is_natural_name
+        from retriever.lexicon import humanise, is_natural_name
 
         settings = self.settings
         entity, _ = primary_entity(table, self.judge, use_name=settings.entity_from_name)
@@ -89,6 +89,8 @@ class NaivePipeline:
             for col, ids in candidate_pool(table, retrieved):
                 if not is_natural_name(col.name, settings.pool_min_zipf):
                     continue
+                if settings.pool_humanise:
+                    col = col.model_copy(update={"name": humanise(col.name)})
                 pool_names.append(col.name)
                 by_name[col.name] = (col, ids)
         own = {name_key(c.name) for c in table.columns}

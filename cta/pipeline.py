@@ -121,7 +121,7 @@ class Pipeline:
 
     def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
         from retriever.dense import candidate_pool
-        from retriever.lexicon import is_natural_name
+        from retriever.lexicon import humanise, is_natural_name
 
         targets = table.targets()
         retrieved_ids: list[str] = []
@@ -135,6 +135,11 @@ class Pipeline:
                 for col, ids in candidate_pool(table, retrieved)
                 if is_natural_name(col.name, self.settings.pool_min_zipf)
             ]
+            if self.settings.pool_humanise:
+                # "SalePrice" reads "sale price" in a perturbed table, as a person writes it.
+                pool = [
+                    (col.model_copy(update={"name": humanise(col.name)}), ids) for col, ids in pool
+                ]
             if pool:
                 names = [col.name for col, _ in pool]
                 by_name = {col.name: (col, ids) for col, ids in pool}

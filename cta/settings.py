@@ -70,6 +70,10 @@ class Settings(BaseSettings):
         default=3.0,
         description="Retrieved column names kept only if every word has this wordfreq Zipf (0 = off)",
     )
+    pool_humanise: bool = Field(
+        default=True,
+        description="Write code-style corpus headers as words (SalePrice → sale price)",
+    )
     rerank_top_k: int = Field(
         default=20, description="Pool columns kept per target column by the reranker (paper: 20)"
     )

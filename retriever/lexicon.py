@@ -114,6 +114,16 @@ def is_natural_name(name: str, min_zipf: float) -> bool:
     )
 
 
+def humanise(name: str) -> str:
+    """A code-style header written as words: ``"SalePrice"``, ``"sale_price"`` → ``"sale
+    price"``. Names already written with spaces, and one-word names, are kept as they are."""
+    stripped = name.strip()
+    if not stripped or any(ch.isspace() for ch in stripped):
+        return name
+    words = name_words(stripped)
+    return " ".join(words) if len(words) > 1 else name
+
+
 def _stable_rng(seed: int, column: str) -> random.Random:
     """A random stream that depends only on ``(seed, column)`` (never on ``hash()``)."""
     digest = hashlib.sha256(f"{seed}\x1f{column}".encode()).digest()

@@ -40,7 +40,7 @@ TINY_CORPUS: dict[str, list[tuple[str, str, str]]] = {
         ("author", "Eco", "Roth"),
         ("cost", "9.99", "12.5"),
         ("discount", "0.1", "0.2"),
-        ("page count", "300", "250"),
+        ("PageCount", "300", "250"),  # a code-style header the pool writes as words
         ("stock qty2", "3", "4"),  # a code-like header the pool must not propose
     ],
     "albums": [

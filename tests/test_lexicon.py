@@ -216,3 +216,13 @@ def test_natural_names_are_common_english_words(name: str, natural: bool) -> Non
     from retriever.lexicon import is_natural_name
 
     assert is_natural_name(name, 3.0) is natural
+
+
+def test_humanise_writes_code_style_headers_as_words() -> None:
+    from retriever.lexicon import humanise
+
+    assert humanise("SalePrice") == "sale price"
+    assert humanise("piecesOfMailPerCap") == "pieces of mail per cap"
+    assert humanise("first_name") == "first name"
+    assert humanise("Sale Price") == "Sale Price"  # written by a person: kept
+    assert humanise("Date") == "Date"

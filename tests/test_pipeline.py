@@ -60,6 +60,7 @@ def test_candidate_pools_come_from_retrieved_tables(tiny_pipeline: Pipeline) -> 
     pool = {c.name for col in report.columns for c in col.retrieved}
     assert {"writer", "publishing house"} & pool
     assert "stock qty2" not in pool  # unnatural corpus headers are filtered out
+    assert "page count" in pool and "PageCount" not in pool  # code-style headers as words
 
 
 def test_decisions_follow_the_rules_against_every_column(tiny_pipeline: Pipeline) -> None:
