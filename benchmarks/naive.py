@@ -77,8 +77,7 @@ class NaivePipeline:
 
     def perturb(self, table: Table, seed: int = 0) -> tuple[Decisions, dict[str, Any]]:
         """Decisions of every target column, and the scores behind them (for diffs)."""
-        from retriever.dense import candidate_pool
-        from retriever.lexicon import humanise, is_natural_name
+        from retriever.dense import natural_pool
 
         settings = self.settings
         entity, _ = primary_entity(table, self.judge, use_name=settings.entity_from_name)
@@ -86,11 +85,8 @@ class NaivePipeline:
         by_name: dict[str, Any] = {}
         if self.pipeline.retriever is not None:
             retrieved = self.pipeline.retriever.retrieve(table, settings.retrieve_top_k)
-            for col, ids in candidate_pool(table, retrieved):
-                if not is_natural_name(col.name, settings.pool_min_zipf):
-                    continue
-                if settings.pool_humanise:
-                    col = col.model_copy(update={"name": humanise(col.name)})
+            pool = natural_pool(table, retrieved, settings.pool_min_zipf, settings.pool_humanise)
+            for col, ids in pool:
                 pool_names.append(col.name)
                 by_name[col.name] = (col, ids)
         own = {name_key(c.name) for c in table.columns}

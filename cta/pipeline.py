@@ -120,8 +120,7 @@ class Pipeline:
         return self._candidates(table, entity, seed)
 
     def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
-        from retriever.dense import candidate_pool
-        from retriever.lexicon import humanise, is_natural_name
+        from retriever.dense import natural_pool
 
         targets = table.targets()
         retrieved_ids: list[str] = []
@@ -129,17 +128,9 @@ class Pipeline:
         if self.retriever is not None:
             retrieved = self.retriever.retrieve(table, self.settings.retrieve_top_k)
             retrieved_ids = [r.table_id for r in retrieved]
-            # Corpus headers are often codes ("SalePriceMM", "date1"): keep natural names only.
-            pool = [
-                (col, ids)
-                for col, ids in candidate_pool(table, retrieved)
-                if is_natural_name(col.name, self.settings.pool_min_zipf)
-            ]
-            if self.settings.pool_humanise:
-                # "SalePrice" reads "sale price" in a perturbed table, as a person writes it.
-                pool = [
-                    (col.model_copy(update={"name": humanise(col.name)}), ids) for col, ids in pool
-                ]
+            pool = natural_pool(
+                table, retrieved, self.settings.pool_min_zipf, self.settings.pool_humanise
+            )
             if pool:
                 names = [col.name for col, _ in pool]
                 by_name = {col.name: (col, ids) for col, ids in pool}

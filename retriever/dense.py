@@ -99,6 +99,24 @@ def candidate_pool(
     return list(pool.values())
 
 
+def natural_pool(
+    table: Table, retrieved: Sequence[RetrievedTable], min_zipf: float, humanise_names: bool
+) -> list[tuple[Column, list[str]]]:
+    """:func:`candidate_pool` as the pipeline proposes it: names whose every word is common
+    English (corpus headers are often codes such as ``date1``), and, with ``humanise_names``,
+    code-style headers written as words (``SalePrice`` → ``sale price``)."""
+    from retriever.lexicon import humanise, is_natural_name
+
+    pool = [
+        (col, ids)
+        for col, ids in candidate_pool(table, retrieved)
+        if is_natural_name(col.name, min_zipf)
+    ]
+    if humanise_names:
+        pool = [(col.model_copy(update={"name": humanise(col.name)}), ids) for col, ids in pool]
+    return pool
+
+
 def encoder_for_index(index: TableIndex, settings: Settings) -> TableEncoder:
     """The encoder an index was built with, configured as it was at build time.
 

@@ -686,7 +686,7 @@ def perturb_spider(
     ``verification.json``. Examples whose SQL could not be rewritten are left out of the
     question files and listed in ``mappings.jsonl``.
     """
-    from cta.formats.spider import perturbed_entry, perturbed_record, write_json
+    from cta.formats.spider import perturbed_record, write_json
 
     say = progress or (lambda _: None)
     out = Path(out_dir)
@@ -702,14 +702,8 @@ def perturb_spider(
     seconds["databases"] = round(time.perf_counter() - t0, 3)
 
     t0 = time.perf_counter()
-    entries = [dataset.schemas[d] for d in databases]
-    index_maps: dict[str, dict[int, int]] = {}
-    for variant in result.variants.values():
-        entry, index_map = perturbed_entry(
-            dataset.schemas[variant.source], variant.db_id, variant.perturbation
-        )
-        entries.append(entry)
-        index_maps[variant.db_id] = index_map
+    variant_entries, index_maps = _perturbed_entries(dataset.schemas, result)
+    entries = [dataset.schemas[d] for d in databases] + variant_entries
     files = ["tables.json"]
     write_json(out / "tables.json", entries)
     record_of = {ex.id: dataset.records[i] for i, ex in enumerate(examples)}
@@ -742,6 +736,23 @@ def perturb_spider(
         say(f"verify: {len(result.examples)} checks")
         verification = _verify_into(out, result, examples, paths, seconds, files)
     return _run_summary(out, len(examples), result, files, seconds, verification)
+
+
+def _perturbed_entries(
+    schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
+) -> tuple[list[dict[str, Any]], dict[str, dict[int, int]]]:
+    """The ``tables.json`` entry of every perturbed database, and its old→new column indices."""
+    from cta.formats.spider import perturbed_entry
+
+    entries: list[dict[str, Any]] = []
+    index_maps: dict[str, dict[int, int]] = {}
+    for variant in result.variants.values():
+        entry, index_map = perturbed_entry(
+            schemas[variant.source], variant.db_id, variant.perturbation
+        )
+        entries.append(entry)
+        index_maps[variant.db_id] = index_map
+    return entries, index_maps
 
 
 class SpiderDatabaseResult(BaseModel):
@@ -778,7 +789,7 @@ def perturb_spider_database(
 
     Raises :class:`~cta.table.InvalidTableError` for an entry or record that cannot be read.
     """
-    from cta.formats.spider import natural_tables, perturbed_entry, perturbed_record, spider_schema
+    from cta.formats.spider import natural_tables, perturbed_record, spider_schema
 
     db_id = entry.get("db_id")
     if not isinstance(db_id, str) or not db_id:
@@ -794,12 +805,7 @@ def perturb_spider_database(
         for i, r in enumerate(records)
     ]
     result = run_protocol(examples, {db_id: database}, proposer, kinds, seeds, values)
-    tables: list[dict[str, Any]] = []
-    index_maps: dict[str, dict[int, int]] = {}
-    for variant in result.variants.values():
-        new_entry, index_map = perturbed_entry(entry, variant.db_id, variant.perturbation)
-        tables.append(new_entry)
-        index_maps[variant.db_id] = index_map
+    tables, index_maps = _perturbed_entries({db_id: entry}, result)
     record_of = {ex.id: records[i] for i, ex in enumerate(examples)}
     questions: dict[str, list[dict[str, Any]]] = {
         f"{kind}_s{seed}": [] for kind in kinds for seed in seeds

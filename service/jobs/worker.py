@@ -87,9 +87,6 @@ class JobWorker:
             self.settings.job_lease_seconds,
             self.settings.job_max_attempts,
         )
-        # Items of "tables" and "spider" jobs are both one table each (a Spider payload is
-        # split into tables at submission), batched together; a "dataset" item is one
-        # database with its question records, run through the protocol on its own.
         if not items:
             return 0
         with self._renewing(items):
@@ -118,6 +115,9 @@ class JobWorker:
             thread.join()
 
     def _run(self, items: Sequence[ClaimedItem]) -> None:
+        # Items of "tables" and "spider" jobs are both one table each (a Spider payload is
+        # split into tables at submission), batched together; a "dataset" item is one
+        # database with its question records, run through the protocol on its own.
         groups: dict[str, list[ClaimedItem]] = {}
         for item in items:
             if item.kind in _TABLE_KINDS:
