@@ -73,6 +73,26 @@ def _json(obj: Any) -> Any:
     return obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
 
 
+def _tables_body(
+    tables: Sequence[Table | Mapping[str, Any]],
+    options: PerturbOptions | Mapping[str, Any] | None,
+    fields: Mapping[str, Any],
+) -> dict[str, Any]:
+    return {
+        "kind": "tables",
+        "tables": [_json(t) for t in tables],
+        "options": _options(options, fields),
+    }
+
+
+def _spider_body(
+    payload: Sequence[Mapping[str, Any]],
+    options: PerturbOptions | Mapping[str, Any] | None,
+    fields: Mapping[str, Any],
+) -> dict[str, Any]:
+    return {"kind": "spider", "spider": list(payload), "options": _options(options, fields)}
+
+
 def _dataset_body(
     spider: Sequence[Mapping[str, Any]],
     questions: Sequence[Mapping[str, Any]],
@@ -221,11 +241,7 @@ class Client(_Base):
         **option_fields: Any,
     ) -> Job:
         """Start a batch job over tables; returns at once (202)."""
-        body = {
-            "kind": "tables",
-            "tables": [_json(t) for t in tables],
-            "options": _options(options, option_fields),
-        }
+        body = _tables_body(tables, options, option_fields)
         return self._submit(body)
 
     def submit_spider(
@@ -235,11 +251,7 @@ class Client(_Base):
         **option_fields: Any,
     ) -> Job:
         """Start a batch job over a Spider ``tables.json`` payload."""
-        body = {
-            "kind": "spider",
-            "spider": list(payload),
-            "options": _options(options, option_fields),
-        }
+        body = _spider_body(payload, options, option_fields)
         return self._submit(body)
 
     def submit_dataset(
@@ -411,11 +423,7 @@ class AsyncClient(_Base):
         **option_fields: Any,
     ) -> AsyncJob:
         """Start a batch job over tables; returns at once (202)."""
-        body = {
-            "kind": "tables",
-            "tables": [_json(t) for t in tables],
-            "options": _options(options, option_fields),
-        }
+        body = _tables_body(tables, options, option_fields)
         return await self._submit(body)
 
     async def submit_spider(
@@ -425,11 +433,7 @@ class AsyncClient(_Base):
         **option_fields: Any,
     ) -> AsyncJob:
         """Start a batch job over a Spider ``tables.json`` payload."""
-        body = {
-            "kind": "spider",
-            "spider": list(payload),
-            "options": _options(options, option_fields),
-        }
+        body = _spider_body(payload, options, option_fields)
         return await self._submit(body)
 
     async def submit_dataset(
