@@ -80,7 +80,13 @@ class NaivePipeline:
         from retriever.dense import natural_pool
 
         settings = self.settings
-        entity, _ = primary_entity(table, self.judge, use_name=settings.entity_from_name)
+        entity, _ = primary_entity(
+            table,
+            self.judge,
+            use_name=settings.entity_from_name,
+            hypothesis_template=settings.entity_hypothesis,
+            max_name_words=settings.entity_name_max_words,
+        )
         pool_names: list[str] = []
         by_name: dict[str, Any] = {}
         if self.pipeline.retriever is not None:

@@ -185,19 +185,24 @@ def primary_entity(
     classes: Sequence[str] = ENTITY_CLASSES,
     hypothesis_template: str = DEFAULT_ENTITY_HYPOTHESIS,
     seed: int = 0,
+    max_name_words: int | None = None,
 ) -> tuple[str, EntitySource]:
     """The table's primary entity and where it came from.
 
-    A given ``primary_entity`` wins; else the table name, singularised, when ``use_name``;
-    else the zero-shot prediction of :func:`predict_entity` (which needs ``model``).
+    A given ``primary_entity`` wins; else the table name, singularised, when ``use_name``
+    and it has at most ``max_name_words`` words (``singers`` → ``singer``); else the
+    zero-shot prediction of :func:`predict_entity` (which needs ``model``). A longer name is a
+    page title (``List of Nobel laureates affiliated with …``), not an entity: prefixed to
+    every column it drowns the column in the judge's text. Without a model it is still used.
     """
     given = (table.primary_entity or "").strip()
     if given:
         return given, "given"
-    if use_name and table.name:
-        from_name = singularise(table.name)
-        if from_name:
-            return from_name, "table-name"
+    from_name = singularise(table.name) if use_name and table.name else ""
+    if from_name and (
+        model is None or max_name_words is None or len(from_name.split()) <= max_name_words
+    ):
+        return from_name, "table-name"
     if model is None:
         raise ValueError("table has no primary entity or name: an entailment model is needed")
     entity = predict_entity(

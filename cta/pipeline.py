@@ -110,6 +110,7 @@ class Pipeline:
             self.entailment_model,
             use_name=self.settings.entity_from_name,
             hypothesis_template=self.settings.entity_hypothesis,
+            max_name_words=self.settings.entity_name_max_words,
         )
         return entity, source
 

@@ -152,6 +152,11 @@ class Settings(BaseSettings):
         default=True,
         description="Use the singularised table name as primary entity when none is given",
     )
+    entity_name_max_words: int = Field(
+        default=3,
+        ge=1,
+        description="A longer table name is a title, not an entity: the entity is predicted",
+    )
     entity_hypothesis: str = Field(
         default="This table is about {entity}.",
         description="Zero-shot TPE hypothesis over the 48 entity classes",

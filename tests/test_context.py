@@ -131,3 +131,10 @@ def test_primary_entity_precedence() -> None:
     assert model.calls == 2  # only the two predictions touched the model
     with pytest.raises(ValueError, match="entailment model"):
         primary_entity(flights(), None)
+    # A page title is not an entity: past max_name_words the entity is predicted.
+    titled = flights().model_copy(update={"name": "List of the busiest airports in Europe"})
+    assert primary_entity(titled, model, max_name_words=3) == ("airport", "predicted")
+    assert primary_entity(named, model, max_name_words=1) == ("airport", "table-name")
+    long_name = "list of the busiest airports in europe"
+    assert primary_entity(titled, model) == (long_name, "table-name")  # no limit given
+    assert primary_entity(titled, None, max_name_words=3) == (long_name, "table-name")
