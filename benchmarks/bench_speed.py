@@ -35,17 +35,32 @@ RAW_SAMPLE = 5000
 
 
 class RecordingModel:
-    """An entailment model that remembers every pair it was asked (for the raw baseline)."""
+    """An entailment model that remembers every pair it was asked (for the raw baseline).
+
+    The judge's own stats count its pairs; the zero-shot entity prediction calls
+    ``entailment_logits`` directly, so those pairs and their time are counted here.
+    """
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.premises: list[str] = []
         self.hypotheses: list[str] = []
+        self.entity_pairs = 0
+        self.entity_seconds = 0.0
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         self.premises.extend(premises)
         self.hypotheses.extend(hypotheses)
         result: np.ndarray = self.inner.entailment(premises, hypotheses)
+        return result
+
+    def entailment_logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        self.premises.extend(premises)
+        self.hypotheses.extend(hypotheses)
+        began = time.perf_counter()
+        result: np.ndarray = self.inner.entailment_logits(premises, hypotheses)
+        self.entity_seconds += time.perf_counter() - began
+        self.entity_pairs += len(premises)
         return result
 
     def __getattr__(self, name: str) -> Any:
@@ -136,15 +151,20 @@ def run(pipeline: Pipeline, data_dir: Path, tables: int = 100, subset: int = 10)
     judge.model = recorder.inner
     stats = judge.stats.as_dict()
     retrieval = (checked.seconds if checked else 0.0) - retrieval_before
+    # Model work = the judge's pairs + the zero-shot entity predictions' (tables whose name
+    # is a title, not an entity).
+    model_pairs = stats["model_pairs"] + recorder.entity_pairs
+    model_seconds = stats["model_seconds"] + recorder.entity_seconds
     ours = {
         "tables": len(timed),
         "columns": sum(len(t.columns) for t in timed),
         "wall_seconds": round(wall, 3),
         "tables_per_second": round(len(timed) / wall, 3),
         "pairs_requested_per_table": round(stats["pairs_requested"] / len(timed), 1),
-        "model_pairs_per_table": round(stats["model_pairs"] / len(timed), 1),
-        "judged_pairs_per_second": round(stats["model_pairs"] / wall, 1),
-        "model_share": round(stats["model_seconds"] / wall, 4),
+        "model_pairs_per_table": round(model_pairs / len(timed), 1),
+        "entity_prediction_pairs_per_table": round(recorder.entity_pairs / len(timed), 1),
+        "judged_pairs_per_second": round(model_pairs / wall, 1),
+        "model_share": round(model_seconds / wall, 4),
         "retrieval_share": round(retrieval / wall, 4),
         "rpl_per_table": round(
             sum(len(c.replace) for r in results for c in r.columns) / len(timed), 2

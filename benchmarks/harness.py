@@ -194,7 +194,7 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
         "|---|---|",
         f"| tables / second (ours, full pipeline) | {o['tables_per_second']} |",
         f"| judge lookups requested / table (one per direction the pipeline asked for) | {o['pairs_requested_per_table']} |",
-        f"| directed pairs sent to the model / table | {o['model_pairs_per_table']} |",
+        f"| directed pairs sent to the model / table (of which zero-shot entity prediction) | {o['model_pairs_per_table']} ({o.get('entity_prediction_pairs_per_table', 0)}) |",
         f"| share of wall time in the judge model (tokenise + forward) | {_pct(o['model_share'])} |",
         f"| share of wall time in retrieval (query encoding + search) | {_pct(o['retrieval_share'])} |",
         f"| peak RSS (process) | {o['peak_rss_mb']} MB |",
