@@ -102,17 +102,18 @@ def _dataset_items(request: DatasetJobCreate, settings: Settings) -> list[NewIte
     known: set[str] = set()
     for entry in request.spider:
         db_id = entry.get("db_id") if isinstance(entry.get("db_id"), str) else None
-        if db_id is None or db_id not in by_db or db_id in known:
-            if db_id is None or db_id in known:
-                problem = "invalid_spider" if db_id is None else "duplicate_database"
-                message = (
-                    "a Spider entry needs a string db_id"
-                    if db_id is None
-                    else f"database {db_id!r} appears twice in the payload"
-                )
-                items.append(
-                    NewItem(dumps(entry), db_id, ItemError(problem=problem, message=message))
-                )
+        if db_id is None:
+            failure = ItemError(
+                problem="invalid_spider", message="a Spider entry needs a string db_id"
+            )
+            items.append(NewItem(dumps(entry), None, failure))
+            continue
+        if db_id in known:
+            message = f"database {db_id!r} appears twice in the payload"
+            failure = ItemError(problem="duplicate_database", message=message)
+            items.append(NewItem(dumps(entry), db_id, failure))
+            continue
+        if db_id not in by_db:
             continue  # a database no question uses has nothing to perturb
         known.add(db_id)
         payload = {
