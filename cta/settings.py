@@ -35,6 +35,11 @@ class Settings(BaseSettings):
     # -- where built artefacts live ------------------------------------------------------
     home: Path = Field(default_factory=_default_home, description="Cache of built artefacts")
 
+    annotations_dir: Path | None = Field(
+        default=None,
+        description="Annotated columns + thesaurus (default: the repository's data/annotations)",
+    )
+
     # -- 3.1 retrieve ----------------------------------------------------------------------
     encoder: Literal["minilm", "sentence-transformers", "tapas"] = Field(
         default="minilm",
@@ -216,6 +221,9 @@ class Settings(BaseSettings):
 
     def resolved_database_url(self) -> str:
         return self.database_url or f"sqlite:///{self.home / 'jobs.sqlite3'}"
+
+    def resolved_annotations_dir(self) -> Path:
+        return self.annotations_dir or Path(__file__).resolve().parents[1] / "data" / "annotations"
 
     def nltk_dir(self) -> Path:
         return self.home / "nltk_data"
