@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     dictionary_min_zipf: float = Field(
         default=2.5, description="Minimum wordfreq Zipf frequency of every replacement word"
     )
+    dictionary_max_senses: int = Field(
+        default=2,
+        ge=0,
+        description="Synonyms only from a word's most frequent WordNet senses (0 = all senses)",
+    )
 
     # -- 3.4 judge -------------------------------------------------------------------------
     judge: Literal["hf-nli"] = Field(
@@ -147,7 +152,38 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Spider-Syn-style question files (tables.json beside) whose synonyms supervise",
     )
-    judge_train_examples: int = Field(default=60_000, ge=1, description="Supervised pairs")
+    judge_train_examples: int = Field(
+        default=60_000, ge=1, description="Lexical supervised pairs (WordNet, real tables)"
+    )
+    judge_train_annotations: bool = Field(
+        default=True, description="Train on the annotated columns + thesaurus (train split)"
+    )
+    judge_train_neither_ratio: float = Field(
+        default=1.0, ge=0, description="Annotated 'neither' pairs per equivalent/associated pair"
+    )
+    judge_train_cooccurring_ratio: float = Field(
+        default=0.25, ge=0, description="Annotated tables' co-occurring column pairs, same ratio"
+    )
+    judge_train_entity_context: Literal["annotated", "table-name", "both"] = Field(
+        default="both",
+        description="Premise entity of annotated pairs: annotated, singularised table name, or both",
+    )
+    judge_train_both_directions: bool = Field(
+        default=True, description="Annotated pairs in both directions (the judge scores e1 and e2)"
+    )
+    judge_train_thesaurus: bool = Field(
+        default=True, description="Thesaurus header⇔equivalent/associated pairs in training"
+    )
+    judge_train_annotation_repeats: int = Field(
+        default=1, ge=1, description="Copies of the annotated pairs (weight vs lexical pairs)"
+    )
+    judge_train_epochs: float = Field(default=1.0, gt=0, description="Epochs over the pairs")
+    judge_train_batch_size: int = Field(default=32, ge=1, description="Pairs per training step")
+    judge_train_learning_rate: float = Field(default=5e-5, gt=0, description="AdamW peak rate")
+    judge_train_precision: Literal["auto", "fp32", "bf16"] = Field(
+        default="auto", description="auto = bf16 autocast on CUDA and AMX CPUs, else fp32"
+    )
+    judge_train_seed: int = Field(default=0, ge=0, description="Seed of supervision and training")
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="auto = CUDA when present, else CPU"
     )

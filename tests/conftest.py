@@ -122,13 +122,16 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from cta import registry
     from cta.judge.train import train_judge
     from cta.settings import Settings
+    from annotations_fixture import write_tiny_annotations
+
     from cta.wordnet import load_wordnet
     from retriever.index import build_corpus_index
     from retriever.vectors import build_glove_retrofit, save_vectors
 
     work = tmp_path_factory.mktemp("tiny")
     home = work / "home"
-    settings = Settings(home=home)
+    # Judge training reads a tiny annotations directory (the real one trains for minutes).
+    settings = Settings(home=home, annotations_dir=write_tiny_annotations(work / "annotations"))
     corpus = write_tiny_corpus(work / "corpus")
 
     wordnet = load_wordnet(settings)

@@ -229,6 +229,7 @@ def test_question_synonyms_rename_the_columns_of_their_database(
 def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Train a tiny random BERT on tiny data through `cta judge train`, load it like RoBERTa-MNLI."""
     import torch
+    from annotations_fixture import write_tiny_annotations
     from test_judge import tiny_checkpoint
 
     from cta.cli.main import main
@@ -242,7 +243,8 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         row = ",".join("1" if t == "number" else "x" for _, t in columns)
         (corpus / f"{name}.csv").write_text(f"{header}\n{row}\n")
     base = tiny_checkpoint(tmp_path / "base", {0: "LABEL_0", 1: "LABEL_1"})
-    settings = Settings(home=tmp_path / "home")
+    annotations = write_tiny_annotations(tmp_path / "annotations")
+    settings = Settings(home=tmp_path / "home", annotations_dir=annotations)
     kwargs = dict(
         base_model=str(base),
         max_examples=120,
@@ -267,7 +269,12 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
     after = HFEntailmentModel(str(again), device="cpu").model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 
+    # Human judgements joined the training; the dev table is held out of every source.
+    assert manifest["annotated_pairs"] > 0 and "csv:concerts.csv" in manifest["holdout"]
+    assert manifest["annotations"]["context"] == settings.judge_train_entity_context
+
     monkeypatch.setenv("CTA_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CTA_ANNOTATIONS_DIR", str(annotations))
     get_settings.cache_clear()
     code = main(
         [

@@ -12,16 +12,23 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import random
 import shutil
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from cta.annotations import load_annotated_tables, load_thesaurus
+from cta.judge.annotated import (
+    AnnotationRecipe,
+    annotated_text_labels,
+    annotation_examples,
+)
+from cta.judge.fit import FitConfig, encode_pairs, fit_cross_encoder, resolve_precision
 from cta.judge.supervision import (
     LABELS,
     Example,
@@ -52,45 +59,63 @@ def train_judge(
     *,
     base_model: str | None = None,
     max_examples: int | None = None,
-    epochs: float = 1.0,
-    seed: int = 0,
+    epochs: float | None = None,
+    seed: int | None = None,
     progress: bool = True,
     corpora: Sequence[str] | None = None,
     holdout: Sequence[str] | None = None,
     question_synonyms: Sequence[str] | None = None,
     mix: dict[str, float] | None = None,
-    batch_size: int = 32,
-    learning_rate: float = 5e-5,
+    batch_size: int | None = None,
+    learning_rate: float | None = None,
     max_length: int = 64,
     validation_share: float = 0.02,
     threads: int | None = None,
 ) -> Path:
     """Build the supervision, fine-tune, and save the judge atomically to ``out_dir``.
 
-    ``corpora``/``holdout``/``question_synonyms`` (Spider-Syn-style question files, see
+    Two kinds of supervision are mixed: the lexical one of :mod:`cta.judge.supervision` over
+    ``corpora`` (``max_examples`` pairs) and, when ``settings.judge_train_annotations`` is on,
+    the human judgements of :mod:`cta.judge.annotated` (train split only; the ids of the
+    ``dev`` split join ``holdout`` so that no source uses those tables). Lexical pairs that a
+    human judgement contradicts are dropped. ``corpora``/``holdout``/``question_synonyms``
+    (Spider-Syn-style question files, see
     :func:`~cta.judge.supervision.question_synonym_pairs`) default to the
-    ``settings.judge_train_*`` fields and
-    ``max_examples`` to ``settings.judge_train_examples``. ``threads`` sets torch's CPU
-    threads (one is fastest when other work shares the cores). Seeded: the same inputs, seed
-    and thread count give the same weights.
+    ``settings.judge_train_*`` fields, as do the recipe's numbers. ``threads`` sets torch's
+    CPU threads. Seeded: the same inputs, seed and thread count give the same weights.
     """
     import torch
-    from tqdm.auto import tqdm
-    from transformers import (
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-        get_linear_schedule_with_warmup,
-    )
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from cta.wordnet import load_wordnet
 
-    if epochs <= 0 or batch_size < 1:
-        raise ValueError("epochs must be > 0 and batch_size ≥ 1")
     began = time.perf_counter()
     base = base_model or default_base_model(settings)
     size = max_examples or settings.judge_train_examples
+    seed = settings.judge_train_seed if seed is None else seed
+    config = FitConfig(
+        epochs=settings.judge_train_epochs if epochs is None else epochs,
+        batch_size=batch_size or settings.judge_train_batch_size,
+        learning_rate=learning_rate or settings.judge_train_learning_rate,
+        max_length=max_length,
+        seed=seed,
+        precision=settings.judge_train_precision,
+    )
+    if config.epochs <= 0 or config.batch_size < 1:
+        raise ValueError("epochs must be > 0 and batch_size ≥ 1")
     corpora = list(settings.judge_train_corpora if corpora is None else corpora)
     holdout = list(settings.judge_train_holdout if holdout is None else holdout)
+    recipe = annotation_recipe(settings)
+    annotated: list[Example] = []
+    if recipe is not None:
+        directory = settings.resolved_annotations_dir()
+        holdout += [t.id for t in load_annotated_tables(directory, "dev")]
+        annotated = annotation_examples(
+            load_annotated_tables(directory, "train"),
+            load_thesaurus(directory) if recipe.thesaurus else (),
+            recipe,
+            seed=seed,
+        )
 
     lexicon = Lexicon(load_wordnet(settings))
     tables = load_source_tables(corpora, lexicon, holdout)
@@ -109,7 +134,11 @@ def train_judge(
         entity_hypothesis=settings.entity_hypothesis,
         question_pairs=question_pairs,
     )
-    examples = supervision.examples
+    human = annotated_text_labels(annotated)
+    lexical = [e for e in supervision.examples if _agrees(e, human)]
+    overruled = len(supervision.examples) - len(lexical)
+    examples = lexical + annotated
+    random.Random(seed).shuffle(examples)
     n_val = min(len(examples) // 2, max(1, round(len(examples) * validation_share)))
     validation, training = examples[:n_val], examples[n_val:]
     log.info("judge supervision: %d training, %d validation pairs", len(training), n_val)
@@ -130,41 +159,16 @@ def train_judge(
         ignore_mismatched_sizes=True,
     )
     template = settings.judge_template
-    features = _encode(tokenizer, training, template, max_length)
-    labels = [label2id[e.label] for e in training]
-
-    batches_per_epoch = math.ceil(len(training) / batch_size)
-    total_steps = max(1, math.ceil(batches_per_epoch * epochs))
-    # Word embeddings stay frozen: words the supervision never shows keep their pretrained
-    # meaning, and the 30k-row matrix would dominate each optimiser step on a CPU.
-    model.get_input_embeddings().weight.requires_grad_(False)
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.01)
-    schedule = get_linear_schedule_with_warmup(optimizer, round(0.06 * total_steps), total_steps)
-    order_rng = random.Random(seed)
-    model.train()
-    bar = tqdm(total=total_steps, desc="training judge", unit="batch", disable=not progress)
-    step = 0
-    running = 0.0
-    while step < total_steps:
-        for rows in _length_bucketed_batches(features, batch_size, order_rng):
-            if step >= total_steps:
-                break
-            batch = tokenizer.pad([features[i] for i in rows], return_tensors="pt")
-            target = torch.tensor([labels[i] for i in rows])
-            loss = model(**batch, labels=target).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            step += 1
-            value = loss.item()
-            running = 0.98 * running + 0.02 * value if step > 1 else value
-            bar.set_postfix(loss=f"{running:.3f}")
-            bar.update(1)
-    bar.close()
-    model.eval()
+    texts = [e.texts(template) for e in training]
+    steps = fit_cross_encoder(
+        model,
+        tokenizer,
+        [p for p, _ in texts],
+        [h for _, h in texts],
+        [label2id[e.label] for e in training],
+        config,
+        progress=progress,
+    )
     accuracy = _accuracy(model, tokenizer, validation, template, max_length, label2id)
 
     manifest: dict[str, Any] = {
@@ -172,16 +176,20 @@ def train_judge(
         "labels": list(LABELS),
         "template": template,
         "seed": seed,
-        "epochs": epochs,
-        "steps": total_steps,
-        "batch_size": batch_size,
-        "learning_rate": learning_rate,
+        "epochs": config.epochs,
+        "steps": steps,
+        "batch_size": config.batch_size,
+        "learning_rate": config.learning_rate,
+        "precision": resolve_precision(config.precision, "cpu"),
         "max_length": max_length,
         "threads": torch.get_num_threads(),
         "corpora": corpora,
         "holdout": holdout,
         "question_synonyms": question_files,
         "question_pairs": len(question_pairs),
+        "annotations": None if recipe is None else asdict(recipe),
+        "annotated_pairs": len(annotated),
+        "lexical_overruled_by_annotations": overruled,
         "source_tables": supervision.tables,
         "source_columns": supervision.columns,
         "examples": {"training": len(training), "validation": len(validation)},
@@ -198,30 +206,24 @@ def train_judge(
     return out_dir
 
 
-def _encode(
-    tokenizer: Any, examples: Sequence[Example], template: str, max_length: int
-) -> list[dict[str, list[int]]]:
-    texts = [e.texts(template) for e in examples]
-    encoded = tokenizer(
-        [p for p, _ in texts], [h for _, h in texts], truncation=True, max_length=max_length
+def annotation_recipe(settings: Settings) -> AnnotationRecipe | None:
+    """How the annotations join training (``None`` when ``judge_train_annotations`` is off)."""
+    if not settings.judge_train_annotations:
+        return None
+    return AnnotationRecipe(
+        neither_ratio=settings.judge_train_neither_ratio,
+        co_occurring_ratio=settings.judge_train_cooccurring_ratio,
+        context=settings.judge_train_entity_context,
+        both_directions=settings.judge_train_both_directions,
+        thesaurus=settings.judge_train_thesaurus,
+        repeats=settings.judge_train_annotation_repeats,
     )
-    keys = list(encoded.keys())
-    return [{k: encoded[k][i] for k in keys} for i in range(len(texts))]
 
 
-def _length_bucketed_batches(
-    features: Sequence[dict[str, list[int]]], batch_size: int, rng: random.Random
-) -> list[list[int]]:
-    """Shuffled batches of similar lengths: shuffle, sort within windows of 50 batches, shuffle."""
-    order = list(range(len(features)))
-    rng.shuffle(order)
-    window = batch_size * 50
-    batches: list[list[int]] = []
-    for start in range(0, len(order), window):
-        chunk = sorted(order[start : start + window], key=lambda i: len(features[i]["input_ids"]))
-        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
-    rng.shuffle(batches)
-    return batches
+def _agrees(example: Example, human: Mapping[tuple[str, str], str]) -> bool:
+    a, b = sorted((example.premise, example.hypothesis))
+    label = human.get((a, b))
+    return label is None or label == example.label
 
 
 def _accuracy(
@@ -237,7 +239,8 @@ def _accuracy(
 
     if not examples:
         return {"overall": float("nan"), "per_relation": {}}
-    features = _encode(tokenizer, examples, template, max_length)
+    texts = [e.texts(template) for e in examples]
+    features = encode_pairs(tokenizer, [p for p, _ in texts], [h for _, h in texts], max_length)
     predicted: list[int] = []
     with torch.inference_mode():
         for start in range(0, len(features), 128):
