@@ -20,7 +20,7 @@ def _run(args: argparse.Namespace) -> int:
     from cta.cli._io import print_json, read_table_or_report, settings_with_index
     from cta.pipeline import Pipeline
 
-    table = read_table_or_report(args.table, "candidates")
+    table = read_table_or_report(args.table)
     if table is None:
         return 2
     pipeline = Pipeline.from_settings(settings_with_index(args.index))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from cta.results import Kind
@@ -61,21 +62,37 @@ def _kinds(text: str) -> list[Kind]:
     return kinds
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Raise :class:`InvalidTableError` for a missing input before any model is loaded."""
+    from cta.cli._io import check_input_path
+
+    if args.format in ("spider", "wikisql") and args.questions is None:
+        raise InvalidTableError(
+            "missing_questions", f"--format {args.format} needs --questions (the question file)"
+        )
+    check_input_path(args.tables, "folder" if args.format == "wtq" else "file")
+    if args.format == "wtq" and not Path(args.tables, "csv").is_dir():
+        raise InvalidTableError("not_wtq", f"{args.tables}: no csv/ folder (a WTQ root has one)")
+    if args.questions is not None:
+        check_input_path(args.questions, "file")
+    if args.db_dir is not None:
+        check_input_path(args.db_dir, "folder")
+
+
 def _run(args: argparse.Namespace) -> int:
     from cta.apply.dataset import perturb_dataset
-    from cta.cli._io import print_json, settings_with_index
+    from cta.cli._io import error, print_json, settings_with_index
     from cta.pipeline import PerturbOptions, Pipeline
     from cta.results import PerturbationResult
     from cta.table import Table
 
     try:
         kinds = _kinds(args.kind)
+        check_inputs(args)
     except InvalidTableError as exc:
-        print(f"cta dataset: {exc}", file=sys.stderr)
-        return 2
+        return error(f"dataset perturb: {exc.message} ({exc.problem})")
     if args.seeds < 1:
-        print("cta dataset: --seeds must be at least 1", file=sys.stderr)
-        return 2
+        return error("dataset perturb: --seeds must be at least 1")
     pipeline = Pipeline.from_settings(settings_with_index(args.index))
 
     def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
@@ -98,8 +115,7 @@ def _run(args: argparse.Namespace) -> int:
             progress=lambda m: print(f"cta dataset: {m}", file=sys.stderr, flush=True),
         )
     except InvalidTableError as exc:
-        print(f"cta dataset: invalid input: {exc}", file=sys.stderr)
-        return 2
+        return error(f"dataset perturb: invalid input: {exc.message} ({exc.problem})")
     summary = run.model_dump(mode="json")
     failed = 0
     if run.verification is not None:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from cta.cli._io import describe_error, error
 from cta.settings import get_settings
 from cta.table import InvalidTableError
 
@@ -91,8 +91,7 @@ def _build(args: argparse.Namespace) -> int:
                 recipe = recipe.model_copy(update={"batch_size": args.batch_size})
             info = build_from_recipe(settings, recipe, out_dir=out, progress=progress)
     except (ValueError, OSError, InvalidTableError) as exc:
-        print(f"cta index build: {exc}", file=sys.stderr)
-        return 2
+        return error(f"index build: {describe_error(exc)}")
     print(
         f"built {info.kind} index of {info.count} tables ({info.dim}-d, encoder "
         f"{info.encoder.get('name')}) in {info.build_seconds:.1f} s at {out}"
@@ -111,23 +110,24 @@ def _info(args: argparse.Namespace) -> int:
     try:
         index = TableIndex.load(path)
     except IndexNotFoundError as exc:
-        print(f"cta index info: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     print(index.info.model_dump_json(indent=2))
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
-    from cta.cli._io import read_table
+    from cta.cli._io import describe_table_error, read_table
     from retriever.dense import DenseRetriever, encoder_for_index
     from retriever.index import IndexNotFoundError, TableIndex
 
     try:
-        index = TableIndex.load(args.dir)
         table = read_table(args.table)
-    except (IndexNotFoundError, InvalidTableError, FileNotFoundError) as exc:
-        print(f"cta index search: {exc}", file=sys.stderr)
-        return 2
+    except InvalidTableError as exc:
+        return error(describe_table_error(args.table, exc))
+    try:
+        index = TableIndex.load(args.dir)
+    except IndexNotFoundError as exc:
+        return error(str(exc))
     retriever = DenseRetriever(index, encoder_for_index(index, get_settings()))
     hits = retriever.retrieve(table, args.k)
     if args.json:

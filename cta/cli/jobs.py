@@ -9,9 +9,10 @@ progress bar and writes one JSON line per table. ``status``, ``results``, ``canc
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -69,6 +70,36 @@ def register(sub: Any) -> None:
     m.set_defaults(func=_migrate)
 
 
+def _service_errors(func: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    """A service that cannot be reached, or that refuses: one line on stderr, exit status 1."""
+
+    @functools.wraps(func)
+    def run(args: argparse.Namespace) -> int:
+        import httpx
+
+        from cta.cli._io import error
+        from service.client import ServiceError
+
+        try:
+            return func(args)
+        except httpx.TransportError as exc:
+            where = f" at {exc.request.url}" if _has_request(exc) else ""
+            error(f"cannot reach the service{where}: {exc}")
+            return 1
+        except ServiceError as exc:
+            error(f"the service answered {exc}")
+            return 1
+
+    return run
+
+
+def _has_request(exc: Exception) -> bool:
+    try:
+        return getattr(exc, "request", None) is not None
+    except RuntimeError:  # httpx raises when no request is attached
+        return False
+
+
 def _client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", help="service URL (default: CTA_SERVICE_URL, else http://host:port)")
     p.add_argument("--api-key", help="bearer key (default: CTA_API_KEY)")
@@ -101,17 +132,28 @@ def _write_items(job: Any, path: Path | None) -> None:
 
 
 def read_dataset(path: Path) -> tuple[str, list[Any]]:
-    """``("spider", entries)`` for a Spider tables.json, else ``("tables", table dicts)``."""
-    from cta.formats.tables import load_tables
+    """``("spider", entries)`` for a Spider tables.json, else ``("tables", table dicts)``.
 
+    A missing, unreadable or malformed file raises :class:`InvalidTableError` naming it.
+    """
+    from cta.formats.tables import load_tables
+    from cta.table import InvalidTableError
+
+    if not path.exists():
+        raise InvalidTableError("not_found", f"{path}: no such file or folder")
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix.casefold() in _TABLE_FILES)
         if not files:
-            raise SystemExit(f"cta jobs submit: {path} holds no .csv/.json/.jsonl files")
+            raise InvalidTableError("no_tables", f"{path} holds no .csv/.json/.jsonl files")
     else:
         files = [path]
         if path.suffix.casefold() == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise InvalidTableError("unreadable", f"{path}: {exc.strerror or exc}") from None
+            except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+                raise InvalidTableError("invalid_json", f"{path}: {exc}") from None
             if (
                 isinstance(data, list)
                 and data
@@ -121,26 +163,27 @@ def read_dataset(path: Path) -> tuple[str, list[Any]]:
     return "tables", [t.model_dump(mode="json") for f in files for t in load_tables(f)]
 
 
+@_service_errors
 def _submit(args: argparse.Namespace) -> int:
+    from cta.cli._io import describe_table_error, error
     from cta.table import InvalidTableError
 
     settings = get_settings()
     try:
         kind, payload = read_dataset(args.dataset)
     except InvalidTableError as exc:
-        print(f"cta jobs submit: {exc}", file=sys.stderr)
-        return 2
+        return error(describe_table_error(str(args.dataset), exc))
     options = {"seed": args.seed, "samples": args.samples, "max_candidates": args.max_candidates}
     questions = None
     if args.questions is not None:
         if kind != "spider":
-            print("cta jobs submit: --questions needs a Spider tables.json", file=sys.stderr)
-            return 2
+            return error("jobs submit: --questions needs a Spider tables.json")
         try:
             questions = json.loads(args.questions.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            print(f"cta jobs submit: cannot read {args.questions}: {exc}", file=sys.stderr)
-            return 2
+        except OSError as exc:
+            return error(f"{args.questions}: {(exc.strerror or str(exc)).lower()}")
+        except ValueError as exc:
+            return error(f"{args.questions}: {exc} (invalid_json)")
     with _client(args, settings) as client:
         if questions is not None:
             kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
@@ -164,24 +207,28 @@ def _submit(args: argparse.Namespace) -> int:
     return 0 if status.state == "done" else 1
 
 
+@_service_errors
 def _status(args: argparse.Namespace) -> int:
     with _client(args, get_settings()) as client:
         _print(client.job(args.job_id).status)
     return 0
 
 
+@_service_errors
 def _results(args: argparse.Namespace) -> int:
     with _client(args, get_settings()) as client:
         _write_items(client.job(args.job_id), args.output)
     return 0
 
 
+@_service_errors
 def _cancel(args: argparse.Namespace) -> int:
     with _client(args, get_settings()) as client:
         _print(client.job(args.job_id).cancel())
     return 0
 
 
+@_service_errors
 def _list(args: argparse.Namespace) -> int:
     with _client(args, get_settings()) as client:
         for status in client.jobs():

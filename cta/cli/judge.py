@@ -156,14 +156,14 @@ def _flush(
 
 
 def _run(args: argparse.Namespace) -> int:
+    from cta.cli._io import error
     from cta.judge.nli import JudgeError, load_judge
     from cta.settings import get_settings
 
     settings = get_settings()
     if args.batch_size is not None:
         if args.batch_size < 1:
-            print("cta judge: --batch-size must be ≥ 1", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return error("judge: --batch-size must be ≥ 1")
         settings = settings.model_copy(update={"judge_batch_size": args.batch_size})
     from transformers.utils import logging as hf_logging
 
@@ -171,13 +171,12 @@ def _run(args: argparse.Namespace) -> int:
     try:
         judge = load_judge(settings, model_path=args.model)
     except JudgeError as exc:
-        print(f"cta judge: {exc}", file=sys.stderr)
+        error(f"judge: {exc}")
         return 1
     try:
         judge_lines(sys.stdin, judge, settings, sys.stdout)
     except JudgeInputError as exc:
-        print(f"cta judge: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return error(f"judge: stdin {exc}")
     return 0
 
 
