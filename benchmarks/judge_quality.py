@@ -41,7 +41,13 @@ import numpy as np
 
 from cta.context import singularise
 from cta.judge.decide import is_add_against, is_rpl, passes_add
-from cta.judge.nli import BidirectionalJudge, HFEntailmentModel, JudgeColumn, JudgePair
+from cta.judge.nli import (
+    BidirectionalJudge,
+    HFEntailmentModel,
+    JudgeColumn,
+    JudgePair,
+    column_words,
+)
 from cta.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,19 +210,97 @@ def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | 
     from cta.wordnet import load_wordnet
 
     manifest = json.loads(manifest_file.read_text())
+    if "corpora" not in manifest:
+        return None
     settings = Settings()
     lexicon = Lexicon(load_wordnet(settings))
     tables = load_source_tables(manifest["corpora"], lexicon, manifest["holdout"])
     total = manifest["examples"]["training"] + manifest["examples"]["validation"]
+    total -= manifest.get("annotated_pairs", 0)
     supervision = build_supervision(tables, lexicon, size=total, seed=manifest["seed"])
-    trained = {
-        tuple(sorted((e.premise.lower(), e.hypothesis.lower()))) for e in supervision.examples
-    }
+    examples = list(supervision.examples)
+    if manifest.get("annotations"):
+        from cta.annotations import load_annotated_tables, load_thesaurus
+        from cta.judge.annotated import AnnotationRecipe, annotation_examples
+
+        directory = settings.resolved_annotations_dir()
+        examples += annotation_examples(
+            load_annotated_tables(directory, "train"),
+            load_thesaurus(directory),
+            AnnotationRecipe(**manifest["annotations"]),
+            seed=manifest["seed"],
+        )
+    trained = {tuple(sorted((column_words(e.premise), column_words(e.hypothesis)))) for e in examples}
     return {
         i
         for i, p in enumerate(pairs)
-        if tuple(sorted((p.target.name.lower(), p.candidate.name.lower()))) in trained
+        if tuple(sorted((column_words(p.target.name), column_words(p.candidate.name)))) in trained
     }
+
+
+def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, Any]:
+    """The annotations' ``dev`` split (never trained on): equivalent vs associated names.
+
+    Context as the product builds it: the singularised table name when it has at most
+    ``entity_name_max_words`` words, else the annotated entity (the product would predict one).
+    """
+    from cta.annotations import load_annotated_tables
+
+    tables = load_annotated_tables(settings.resolved_annotations_dir(), "dev")
+    pairs: list[JudgePair] = []
+    kinds: list[str] = []
+    every: list[bool] = []
+    for table in tables:
+        words = table.name.split()
+        short = 0 < len(words) <= settings.entity_name_max_words
+        entity = singularise(table.name) if short else table.entity.lower()
+        columns = [JudgeColumn(name=c.name, type=c.type) for c in table.columns]
+        for target, annotation in sorted(table.targets.items()):
+            type_ = table.column_type(target)
+            for kind, names in (
+                ("rpl", annotation.equivalent),
+                ("add", annotation.associated),
+                ("neither", annotation.neither),
+            ):
+                for name in names:
+                    candidate = JudgeColumn(name=name, type=type_)
+                    pairs.append(
+                        JudgePair(
+                            entity=entity,
+                            target=JudgeColumn(name=target, type=type_),
+                            candidate=candidate,
+                        )
+                    )
+                    kinds.append(kind)
+                    if kind == "add":
+                        against = judge.score(
+                            [JudgePair(entity=entity, target=c, candidate=candidate) for c in columns]
+                        )
+                        every.append(passes_add(against, settings.add_threshold))
+    scores = judge.score(pairs)
+    mins = np.array([min(s) for s in scores])
+    labels = np.array(kinds)
+    every_all = iter(every)
+    every_flags = [next(every_all) if k == "add" else False for k in kinds]
+    core = [i for i, k in enumerate(kinds) if k != "neither"]
+    out: dict[str, Any] = {
+        "data": f"annotations dev split ({len(tables)} tables): equivalent vs associated names",
+        "pairs": {k: int((labels == k).sum()) for k in ("rpl", "add", "neither")},
+        "auroc_min_e1_e2": round(auroc(mins[labels == "rpl"], mins[labels == "add"]), 4),
+        "auroc_equivalent_vs_neither": round(auroc(mins[labels == "rpl"], mins[labels == "neither"]), 4),
+        "at_default_thresholds": rates(
+            [scores[i] for i in core],
+            [kinds[i] for i in core],
+            [every_flags[i] for i in core],
+            settings,
+        ),
+        "neither_accepted_as_rpl": _share(
+            is_rpl(a, b, settings.rpl_threshold)
+            for (a, b), k in zip(scores, kinds, strict=True)
+            if k == "neither"
+        ),
+    }
+    return out
 
 
 def throughput(
@@ -353,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scoring_seconds": round(scoring_seconds, 2),
     }
     result["baseline"] = cosine_baseline(pairs, kinds, settings.judge_template)
+    result["annotations_dev"] = annotations_dev(judge, settings)
     if not args.no_overlap:
         seen = training_overlap(Path(model_path), pairs)
         if seen is not None:

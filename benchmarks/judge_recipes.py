@@ -31,7 +31,7 @@ import importlib.util
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ class Variant:
     epochs: float = 1.0
     batch_size: int = 32
     learning_rate: float = 5e-5
-    extra: dict[str, Any] = field(default_factory=dict)
+    annotation_repeats: int = 1
 
 
 # Annotation parts exported (name → AnnotationRecipe fields that differ from the default).
@@ -81,6 +81,9 @@ VARIANTS: dict[str, Variant] = {
     "epochs-2": Variant(epochs=2.0),
     "lr-1e-4": Variant(learning_rate=1e-4),
     "batch-64": Variant(batch_size=64, learning_rate=1e-4),
+    "annotations-x2": Variant(annotation_repeats=2),
+    "annotations-x2-lexical-30k": Variant(annotation_repeats=2, lexical=30_000),
+    "batch-128": Variant(batch_size=128, learning_rate=2e-4),
 }
 
 
@@ -238,7 +241,17 @@ def evaluate(fit: Any, model: Any, tokenizer: Any, texts: np.ndarray, rows: np.n
     return out
 
 
-def train(data: Path, base: str, names: list[str], out: Path, device: str, seed: int = 0) -> None:
+def train(
+    data: Path,
+    base: str,
+    names: list[str],
+    out: Path,
+    device: str,
+    seed: int = 0,
+    save: str | None = None,
+    save_dir: Path | None = None,
+    limit: int | None = None,
+) -> None:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -253,11 +266,12 @@ def train(data: Path, base: str, names: list[str], out: Path, device: str, seed:
         lexical = arrays["lexical"][: variant.lexical]
         if variant.annotations != "none":
             keep = arrays[f"lexical_keep_{variant.annotations}"][: variant.lexical].astype(bool)
-            rows = np.concatenate([lexical[keep], arrays[f"ann_{variant.annotations}"]])
+            annotated = arrays[f"ann_{variant.annotations}"]
+            rows = np.concatenate([lexical[keep]] + [annotated] * variant.annotation_repeats)
         else:
             rows = lexical
         rng = np.random.default_rng(seed)
-        rows = rows[rng.permutation(len(rows))]
+        rows = rows[rng.permutation(len(rows))][:limit]
         torch.manual_seed(seed)
         tokenizer = AutoTokenizer.from_pretrained(base)
         model = AutoModelForSequenceClassification.from_pretrained(
@@ -266,8 +280,7 @@ def train(data: Path, base: str, names: list[str], out: Path, device: str, seed:
             id2label=dict(enumerate(LABELS)),
             label2id={label: i for i, label in enumerate(LABELS)},
             ignore_mismatched_sizes=True,
-            torch_dtype=torch.float32,
-        )
+        ).float()
         config = fit.FitConfig(
             epochs=variant.epochs,
             batch_size=variant.batch_size,
@@ -296,6 +309,48 @@ def train(data: Path, base: str, names: list[str], out: Path, device: str, seed:
         }
         print(name, json.dumps(results[name]), flush=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
+        if name == save and save_dir is not None:
+            save_trained_part(model, save_dir)
+
+
+def save_trained_part(model: Any, directory: Path) -> None:
+    """The weights training changed, fp16, in files under 16 MB (to copy back from a GPU host).
+
+    The word embeddings stay frozen in training, so they are left out; :func:`assemble`
+    takes them from the base model.
+    """
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    model.config.save_pretrained(directory)
+    state = {
+        k: v.detach().half().contiguous().cpu()
+        for k, v in model.state_dict().items()
+        if not k.endswith("word_embeddings.weight")
+    }
+    keys = sorted(state)
+    half = len(keys) // 2
+    for i, part in enumerate((keys[:half], keys[half:])):
+        save_file({k: state[k] for k in part}, str(directory / f"trained-{i}.safetensors"))
+
+
+def assemble(trained: Path, base: str, out: Path) -> None:
+    """A loadable fp32 checkpoint from :func:`save_trained_part`'s files and the base model."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(trained)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base, config=config, ignore_mismatched_sizes=True
+    ).float()
+    state = {}
+    for file in sorted(trained.glob("trained-*.safetensors")):
+        state.update({k: v.to(torch.float32) for k, v in load_file(str(file)).items()})
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all(k.endswith("word_embeddings.weight") for k in missing), missing
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
 
 
 def main() -> None:
@@ -311,11 +366,29 @@ def main() -> None:
     t.add_argument("--variants", default=",".join(VARIANTS))
     t.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/judge_recipes.json")
     t.add_argument("--device", default="cuda")
+    t.add_argument("--save", metavar="VARIANT", help="save this variant's model (fp16)")
+    t.add_argument("--save-dir", type=Path)
+    t.add_argument("--limit", type=int, help="train on the first N rows only (smoke test)")
+    a = sub.add_parser("assemble")
+    a.add_argument("--trained", type=Path, required=True)
+    a.add_argument("--base", required=True)
+    a.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    if args.command == "export":
+    if args.command == "assemble":
+        assemble(args.trained, args.base, args.out)
+    elif args.command == "export":
         export(args.out, args.lexical, args.shared)
     else:
-        train(args.data, args.base, args.variants.split(","), args.out, args.device)
+        train(
+            args.data,
+            args.base,
+            args.variants.split(","),
+            args.out,
+            args.device,
+            save=args.save,
+            save_dir=args.save_dir,
+            limit=args.limit,
+        )
 
 
 if __name__ == "__main__":

@@ -79,6 +79,24 @@ def length_bucketed_batches(
     return batches
 
 
+def collate(features: Sequence[dict[str, list[int]]], rows: Sequence[int], pad_id: int) -> Any:
+    """Right-padded tensors of the selected pairs (what ``tokenizer.pad`` does, without its
+    per-example Python overhead, which dominates a step on a GPU)."""
+    import numpy as np
+    import torch
+
+    width = max(len(features[i]["input_ids"]) for i in rows)
+    batch: dict[str, Any] = {}
+    for key in features[rows[0]]:
+        fill = pad_id if key == "input_ids" else 0
+        array = np.full((len(rows), width), fill, dtype=np.int64)
+        for r, i in enumerate(rows):
+            values = features[i][key]
+            array[r, : len(values)] = values
+        batch[key] = torch.from_numpy(array)
+    return batch
+
+
 def fit_cross_encoder(
     model: Any,
     tokenizer: Any,
@@ -121,7 +139,10 @@ def fit_cross_encoder(
         for rows in length_bucketed_batches(features, config.batch_size, order_rng):
             if step >= total_steps:
                 break
-            batch = tokenizer.pad([features[i] for i in rows], return_tensors="pt").to(device)
+            batch = {
+                k: v.to(device, non_blocking=True)
+                for k, v in collate(features, rows, tokenizer.pad_token_id).items()
+            }
             target = torch.tensor([labels[i] for i in rows], device=device)
             with torch.autocast(autocast_device, dtype=torch.bfloat16, enabled=precision == "bf16"):
                 loss = model(**batch, labels=target).loss
@@ -161,7 +182,9 @@ def predict_proba(
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
-            batch = tokenizer.pad([features[i] for i in rows], return_tensors="pt").to(device)
+            batch = {
+                k: v.to(device) for k, v in collate(features, rows, tokenizer.pad_token_id).items()
+            }
             logits = model(**batch).logits.float()
             out[rows] = torch.softmax(logits, dim=-1).cpu().numpy()
     return out
