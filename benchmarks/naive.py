@@ -1,7 +1,8 @@
 """A naive implementation of the same CTA pipeline: the speed benchmark's reference.
 
-Same stages and components as :class:`cta.pipeline.Pipeline` (context, retriever, reranker,
-dictionary, the same NLI checkpoint and decision rule), written the obvious way: the judge is
+Same stages and components as :class:`cta.pipeline.Pipeline` (context, the product's candidate
+pools — retriever and reranker, dictionary, candidate sources —, the same NLI checkpoint and
+decision rule, the lexical ADD guard), written the obvious way: the judge is
 a ``transformers`` text-classification pipeline called one pair at a time, with no
 deduplication, no cache and no batching, and every ADD candidate is checked against every
 column of the table. It must reach the same decisions; it exists to show how much the
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cta.context import primary_entity
-from cta.judge.decide import is_add_against, is_rpl
+from cta.judge.decide import is_add_against, is_new_column, is_rpl
 from cta.judge.nli import render
 from cta.pipeline import Pipeline
 from cta.results import Candidate
@@ -77,8 +78,6 @@ class NaivePipeline:
 
     def perturb(self, table: Table, seed: int = 0) -> tuple[Decisions, dict[str, Any]]:
         """Decisions of every target column, and the scores behind them (for diffs)."""
-        from retriever.dense import natural_pool
-
         settings = self.settings
         entity, _ = primary_entity(
             table,
@@ -87,15 +86,11 @@ class NaivePipeline:
             hypothesis_template=settings.entity_hypothesis,
             max_name_words=settings.entity_name_max_words,
         )
-        pool_names: list[str] = []
-        by_name: dict[str, Any] = {}
-        if self.pipeline.retriever is not None:
-            retrieved = self.pipeline.retriever.retrieve(table, settings.retrieve_top_k)
-            pool = natural_pool(table, retrieved, settings.pool_min_zipf, settings.pool_humanise)
-            for col, ids in pool:
-                pool_names.append(col.name)
-                by_name[col.name] = (col, ids)
+        # The pools are the product's (the judge's work is what this baseline measures).
+        report = self.pipeline.candidates(table, seed, entity=entity)
+        pools = {col.column: col for col in report.columns}
         own = {name_key(c.name) for c in table.columns}
+        same_meaning = self.pipeline.same_meaning
 
         def text(name: str, type_: str) -> str:
             return render(settings.judge_template, entity, name, type_)
@@ -103,23 +98,13 @@ class NaivePipeline:
         decisions: Decisions = {}
         scores: dict[str, Any] = {}
         for target in table.targets():
-            retrieved_cands = []
-            if pool_names:
-                for name, _ in self.pipeline.reranker.rank(
-                    target.name, pool_names, settings.rerank_top_k
-                ):
-                    col, _ids = by_name[name]
-                    retrieved_cands.append(
-                        Candidate(name=col.name, type=col.type, score=0.0, source="retriever")
-                    )
-            dictionary = []
-            if self.pipeline.dictionary is not None:
-                dictionary = [
-                    c.model_copy(update={"type": target.type})
-                    for c in self.pipeline.dictionary.candidates(target.name, seed)
-                ]
-            rpl_cands = _union(retrieved_cands, dictionary, own)
-            add_cands = [c for c in retrieved_cands if name_key(c.name) not in own]
+            pool = pools[target.name]
+            rpl_cands = _union([*pool.equivalent, *pool.retrieved], pool.dictionary, own)
+            add_cands = [
+                c
+                for c in _union(pool.associated, pool.retrieved, own)
+                if is_new_column(c.name, table.column_names, entity, same_meaning)
+            ]
             t_text = text(target.name, target.type.value)
 
             replace: list[tuple[float, str]] = []

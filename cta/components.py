@@ -1,4 +1,4 @@
-"""The contracts between stages (retrieve → rerank → dictionary → judge → decide → apply).
+"""The contracts between stages (retrieve → rerank → dictionary / sources → judge → decide → apply).
 
 Implementations live in :mod:`retriever` (encoders, index, reranker, lexicon) and
 :mod:`cta.judge`; the pipeline only talks to these protocols, so any of them can be swapped
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from cta.results import Candidate
-from cta.table import Column, Table
+from cta.table import Column, ColumnType, Table
 
 
 class RetrievedTable(BaseModel):
@@ -54,11 +54,78 @@ class Reranker(Protocol):
         ...
 
 
+class ColumnContext(BaseModel):
+    """A target column in its table: what a candidate source may look at to fit its names.
+
+    ``entity`` is the table's primary entity; ``others`` are the table's other columns.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: ColumnType = ColumnType.TEXT
+    entity: str | None = None
+    table_name: str | None = None
+    others: tuple[Column, ...] = ()
+
+    @classmethod
+    def of(cls, table: Table, column: Column, entity: str | None) -> ColumnContext:
+        """The context of ``column`` in ``table`` (whose primary entity is ``entity``)."""
+        return cls(
+            name=column.name,
+            type=column.type,
+            entity=entity,
+            table_name=table.name,
+            others=tuple(c for c in table.columns if c.name != column.name),
+        )
+
+
 @runtime_checkable
 class DictionaryReplacer(Protocol):
-    """Word-level dictionary replacement for RPL candidates (seeded)."""
+    """Word-level dictionary replacement for RPL candidates (seeded).
 
-    def candidates(self, column: str, seed: int) -> list[Candidate]: ...
+    With a ``context``, only word senses that fit the column (its type, its table) are used.
+    """
+
+    def candidates(
+        self, column: str, seed: int, context: ColumnContext | None = None
+    ) -> list[Candidate]: ...
+
+
+class SourceProposal(BaseModel):
+    """What a candidate source proposes for one column: names that mean the same (RPL
+    candidates) and names of associated, different columns (ADD candidates)."""
+
+    equivalent: list[Candidate] = Field(default_factory=list)
+    associated: list[Candidate] = Field(default_factory=list)
+
+
+@runtime_checkable
+class CandidateSource(Protocol):
+    """A source of column names people write, chosen by name in the settings
+    (``CTA_CANDIDATE_SOURCES``); its proposals go to the judge like every other candidate."""
+
+    name: str
+
+    def propose(self, context: ColumnContext) -> SourceProposal: ...
+
+
+@runtime_checkable
+class KnownNames(Protocol):
+    """Knows column names people write (name_key form): the headers of human-named corpus
+    tables, the thesaurus. A header of a machine-named corpus (R datasets: ``price.sunshine``)
+    reaches a user only when one of these knows it."""
+
+    def known_names(self) -> frozenset[str]: ...
+
+
+@runtime_checkable
+class NameEquivalence(Protocol):
+    """Knows column names that mean the same, or one of which is a broader name for the
+    other (the thesaurus, WordNet): the ADD guard (:func:`cta.judge.decide.add_clash`)
+    asks every component that implements it."""
+
+    def same_meaning(self, a: str, b: str) -> bool: ...
 
 
 @runtime_checkable

@@ -17,15 +17,27 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from cta import registry
-from cta.components import DictionaryReplacer, EntailmentModel, Reranker, Retriever
+from cta.components import (
+    CandidateSource,
+    ColumnContext,
+    DictionaryReplacer,
+    EntailmentModel,
+    KnownNames,
+    NameEquivalence,
+    Reranker,
+    Retriever,
+)
 from cta.judge.decide import (
+    SameMeaning,
     add_possible,
     is_add_against,
+    is_new_column,
     is_rpl,
     passes_add,
     rpl_possible,
     verdict,
 )
+from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
 from cta.results import (
     Candidate,
     CandidateReport,
@@ -37,7 +49,7 @@ from cta.results import (
     PerturbationResult,
 )
 from cta.settings import Settings, get_settings
-from cta.table import Column, Table, name_key
+from cta.table import Column, ColumnType, Table, name_key
 
 if TYPE_CHECKING:
     from cta.judge import BidirectionalJudge, JudgePair
@@ -67,7 +79,8 @@ class _TablePlan:
     entity: str
     entity_source: EntitySource
     report: CandidateReport
-    # per target column: RPL candidates (retrieved ∪ dictionary, deduplicated) and ADD ones
+    # per target column: RPL candidates (sources' equivalents ∪ retrieved ∪ dictionary,
+    # deduplicated) and ADD ones (sources' associated names ∪ retrieved, lexically new)
     rpl: dict[str, list[Candidate]] = field(default_factory=dict)
     add: dict[str, list[Candidate]] = field(default_factory=dict)
 
@@ -81,6 +94,8 @@ class Pipeline:
     reranker: Reranker
     dictionary: DictionaryReplacer | None
     judge_model: BidirectionalJudge
+    sources: Sequence[CandidateSource] = ()
+    _known_names: tuple[frozenset[str] | None] | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Pipeline:
@@ -94,7 +109,25 @@ class Pipeline:
             reranker=registry.create("vectors", settings.vectors, settings),
             dictionary=registry.create("lexicon", settings.lexicon, settings),
             judge_model=registry.create("judge", settings.judge, settings),
+            sources=tuple(
+                registry.create("source", name, settings) for name in settings.candidate_sources
+            ),
         )
+
+    def known_names(self) -> frozenset[str] | None:
+        """Names people write, as the retriever's human-named tables and the candidate sources
+        know them (None when no component knows any)."""
+        if self._known_names is None:
+            components: list[object] = [self.retriever, *self.sources]
+            known = [c.known_names() for c in components if isinstance(c, KnownNames)]
+            self._known_names = (frozenset().union(*known),) if known else (None,)
+        return self._known_names[0]
+
+    @property
+    def same_meaning(self) -> list[SameMeaning]:
+        """The components that know names of the same column (the ADD guard asks them)."""
+        components: list[object] = [*self.sources, self.dictionary]
+        return [c.same_meaning for c in components if isinstance(c, NameEquivalence)]
 
     @property
     def entailment_model(self) -> EntailmentModel:
@@ -115,9 +148,12 @@ class Pipeline:
         return entity, source
 
     # -- stages 1–3: candidates --------------------------------------------------------------
-    def candidates(self, table: Table, seed: int = 0) -> CandidateReport:
-        """Retriever/reranker and dictionary candidates for every target column."""
-        entity, _ = self.primary_entity(table)
+    def candidates(self, table: Table, seed: int = 0, entity: str | None = None) -> CandidateReport:
+        """The candidates of every target column, before the judge: retrieved and reranked,
+        dictionary, and the candidate sources' equivalent and associated names. ``entity``:
+        the table's primary entity when already known (else found as :meth:`perturb` does)."""
+        if entity is None:
+            entity, _ = self.primary_entity(table)
         return self._candidates(table, entity, seed)
 
     def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
@@ -126,12 +162,19 @@ class Pipeline:
         targets = table.targets()
         retrieved_ids: list[str] = []
         retrieved_by_target: list[list[Candidate]] = [[] for _ in targets]
+        # What the retrieved tables say a name's type is (for names that do not tell).
+        corpus_types: dict[str, ColumnType] = {}
         if self.retriever is not None:
             retrieved = self.retriever.retrieve(table, self.settings.retrieve_top_k)
             retrieved_ids = [r.table_id for r in retrieved]
             pool = natural_pool(
-                table, retrieved, self.settings.pool_min_zipf, self.settings.pool_humanise
+                table,
+                retrieved,
+                self.settings.pool_min_zipf,
+                self.settings.pool_humanise,
+                self.known_names(),
             )
+            corpus_types = {name_key(col.name): col.type for col, _ in pool}
             if pool:
                 names = [col.name for col, _ in pool]
                 by_name = {col.name: (col, ids) for col, ids in pool}
@@ -148,16 +191,33 @@ class Pipeline:
                                 provenance=",".join(ids[:3]),
                             )
                         )
+        style = table_style(table.column_names)
+        own = {name_key(c.name) for c in table.columns}
         columns = []
         for i, target in enumerate(targets):
+            context = ColumnContext.of(table, target, entity)
             dictionary = (
-                self.dictionary.candidates(target.name, seed) if self.dictionary is not None else []
+                self.dictionary.candidates(target.name, seed, context)
+                if self.dictionary is not None
+                else []
             )
+            equivalent: list[Candidate] = []
+            associated: list[Candidate] = []
+            for source in self.sources:
+                proposal = source.propose(context)
+                equivalent += self._tidy(proposal.equivalent, style, like=target)
+                associated += self._tidy(proposal.associated, style, types=corpus_types)
             columns.append(
                 ColumnCandidates(
                     column=target.name,
                     retrieved=retrieved_by_target[i],
-                    dictionary=[c.model_copy(update={"type": target.type}) for c in dictionary],
+                    dictionary=[
+                        c.model_copy(update={"type": target.type})
+                        for c in dictionary
+                        if is_natural_name(c.name, self.settings.dictionary_min_zipf, target.name)
+                    ],
+                    equivalent=[c for c in _union(equivalent) if name_key(c.name) not in own],
+                    associated=[c for c in _union(associated) if name_key(c.name) not in own],
                 )
             )
         return CandidateReport(
@@ -166,6 +226,30 @@ class Pipeline:
             retrieved_tables=retrieved_ids,
             columns=columns,
         )
+
+    def _tidy(
+        self,
+        candidates: Sequence[Candidate],
+        style: NameStyle,
+        like: Column | None = None,
+        types: dict[str, ColumnType] | None = None,
+    ) -> list[Candidate]:
+        """A source's names as the table would write them: natural ones only (see
+        :func:`cta.names.is_natural_name`; a rename may keep what ``like`` has), in the
+        table's style. A rename keeps its column's type; a new column is typed by its name
+        where it tells, else as the retrieved tables hold it (``types``), else as proposed."""
+        out = []
+        like_name = like.name if like is not None else None
+        for cand in candidates:
+            if not is_natural_name(cand.name, self.settings.pool_min_zipf, like_name):
+                continue
+            update: dict[str, object] = {"name": restyle(cand.name, style)}
+            if like is None:
+                update["type"] = (
+                    name_type(cand.name) or (types or {}).get(name_key(cand.name)) or cand.type
+                )
+            out.append(cand.model_copy(update=update))
+        return out
 
     def _rank_many(self, targets: list[str], names: list[str]) -> list[list[tuple[str, float]]]:
         k = self.settings.rerank_top_k
@@ -199,8 +283,10 @@ class Pipeline:
         first: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
             for target in plan.table.targets():
-                for cand in _union(plan.rpl[target.name], plan.add[target.name]):
-                    first[_key(plan.entity, target, cand)] = (plan.entity, target, cand)
+                # A name may be both (as a rename it has the column's type, as a new column
+                # its own): the key tells them apart.
+                for cand in [*plan.rpl[target.name], *plan.add[target.name]]:
+                    first.setdefault(_key(plan.entity, target, cand), (plan.entity, target, cand))
         forward = self._entail(first)
         backward_needed: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
@@ -263,10 +349,17 @@ class Pipeline:
         report = self._candidates(table, entity, seed)
         plan = _TablePlan(table=table, entity=entity, entity_source=source, report=report)
         own = {name_key(c.name) for c in table.columns}
+        names = table.column_names
+        same_meaning = self.same_meaning
         for col in report.columns:
-            rpl = [c for c in _union(col.retrieved, col.dictionary) if name_key(c.name) not in own]
-            plan.rpl[col.column] = rpl
-            plan.add[col.column] = [c for c in col.retrieved if name_key(c.name) not in own]
+            rpl = _union(col.equivalent, col.retrieved, col.dictionary)
+            plan.rpl[col.column] = [c for c in rpl if name_key(c.name) not in own]
+            plan.add[col.column] = [
+                c
+                for c in _union(col.associated, col.retrieved)
+                if name_key(c.name) not in own
+                and is_new_column(c.name, names, entity, same_meaning)
+            ]
         return plan
 
     def _decide(
@@ -357,11 +450,11 @@ def _pick(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-def _union(first: Sequence[Candidate], second: Sequence[Candidate]) -> list[Candidate]:
-    """Candidates of both lists, first occurrence of each normalised name wins."""
+def _union(*lists: Sequence[Candidate]) -> list[Candidate]:
+    """Candidates of all lists, first occurrence of each normalised name wins."""
     seen: set[str] = set()
     out = []
-    for cand in [*first, *second]:
+    for cand in (c for candidates in lists for c in candidates):
         key = name_key(cand.name)
         if key not in seen:
             seen.add(key)

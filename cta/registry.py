@@ -23,6 +23,7 @@ _PROVIDERS: dict[str, str] = {
     "encoder": "retriever.encoders",
     "vectors": "retriever.rerank",
     "lexicon": "retriever.lexicon",
+    "source": "retriever.thesaurus",
     "judge": "cta.judge.nli",
 }
 

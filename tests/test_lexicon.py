@@ -13,8 +13,9 @@ import pytest
 from wordfreq import zipf_frequency
 
 from cta import registry
-from cta.components import DictionaryReplacer
+from cta.components import ColumnContext, DictionaryReplacer, NameEquivalence
 from cta.settings import Settings
+from cta.table import ColumnType
 from cta.wordnet import WordNetMissingError, load_wordnet
 from retriever.lexicon import WordNetReplacer, name_words, word_spans
 
@@ -30,7 +31,9 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def replacer(home: Path, **overrides: Any) -> WordNetReplacer:
-    settings = Settings(home=home, **overrides)
+    """A replacer over every sense of a word (the sampling mechanics need many synonyms);
+    the tests of the sense choice pass ``dictionary_max_senses`` themselves."""
+    settings = Settings(home=home, **{"dictionary_max_senses": 0, **overrides})
     return WordNetReplacer(load_wordnet(settings), settings)
 
 
@@ -98,7 +101,7 @@ def test_same_candidates_in_another_process(home: Path) -> None:
         "from cta.settings import Settings\n"
         "from cta.wordnet import load_wordnet\n"
         "from retriever.lexicon import WordNetReplacer\n"
-        "s = Settings(home=sys.argv[1])\n"
+        "s = Settings(home=sys.argv[1], dictionary_max_senses=0)\n"
         "r = WordNetReplacer(load_wordnet(s), s)\n"
         "print(json.dumps([c.model_dump() for c in r.candidates('date of birth', 11)]))\n"
     )
@@ -226,3 +229,92 @@ def test_humanise_writes_code_style_headers_as_words() -> None:
     assert humanise("first_name") == "first name"
     assert humanise("Sale Price") == "Sale Price"  # written by a person: kept
     assert humanise("Date") == "Date"
+
+
+# -- which senses give synonyms -------------------------------------------------------------------
+def _most_frequent_synset(home: Path, word: str) -> Any:
+    wordnet = load_wordnet(Settings(home=home))
+    synsets = [s for s in wordnet.synsets(word, "n") if not s.instance_hypernyms()]
+    counts = [sum(lem.count() for lem in s.lemmas() if lem.name().lower() == word) for s in synsets]
+    return synsets[counts.index(max(counts))]
+
+
+@pytest.mark.parametrize(("word", "wrong"), [("title", "championship"), ("club", "nightclub")])
+def test_only_the_most_frequent_sense_gives_synonyms(home: Path, word: str, wrong: str) -> None:
+    every = set(replacer(home).synonyms(word))
+    frequent = set(replacer(home, dictionary_max_senses=1).synonyms(word))
+    assert wrong in every and wrong not in frequent
+    top = _most_frequent_synset(home, word)
+    lemmas = {name.lower().replace("_", " ") for name in top.lemma_names()} - {word}
+    assert frequent and frequent <= lemmas
+    assert set(replacer(home, dictionary_max_senses=4).synonyms(word)) > frequent
+
+
+def test_the_head_of_a_time_column_takes_only_time_senses(home: Path) -> None:
+    lexicon = replacer(home)  # every sense: only the type restricts
+    as_time = ColumnContext(name="date of birth", type=ColumnType.TIME)
+    as_text = ColumnContext(name="date of birth", type=ColumnType.TEXT)
+    wordnet = load_wordnet(Settings(home=home))
+    not_time = {
+        lemma.lower().replace("_", " ")
+        for synset in wordnet.synsets("date", "n")
+        if synset.lexname() != "noun.time"
+        for lemma in synset.lemma_names()
+    } - {"date"}
+    assert {"escort", "engagement"} <= not_time
+
+    def replaced_date(context: ColumnContext) -> set[str]:
+        words = set()
+        for seed in range(6):
+            for cand in lexicon.candidates("date of birth", seed, context):
+                words |= {
+                    c.split("→")[1] for c in cand.provenance.split(", ") if c.startswith("date→")
+                }
+        return words
+
+    timed, untyped = replaced_date(as_time), replaced_date(as_text)
+    assert timed and not timed & not_time
+    assert untyped & not_time  # the restriction is what removed them
+
+
+def test_the_head_comes_before_a_post_modifier(home: Path) -> None:
+    lexicon = replacer(home)
+    context = ColumnContext(name="date joined", type=ColumnType.TIME)
+    time_synonyms = set(lexicon.synonyms("date", head=True, column_type=ColumnType.TIME))
+    found = lexicon.candidates("date joined", 0, context)
+    dates = {
+        c.split("→")[1] for f in found for c in f.provenance.split(", ") if c.startswith("date→")
+    }
+    assert dates and dates <= time_synonyms
+    assert "escort" not in dates and "engagement" not in dates
+
+
+def test_a_word_whose_senses_have_no_synonym_is_kept(home: Path) -> None:
+    # "birth"'s most frequent sense (the time of birth) has no other lemma: no verb sense
+    # ("give birth", "bear") stands in for it.
+    lexicon = replacer(home, dictionary_max_senses=1)
+    assert lexicon.synonyms("birth", head=False) == ()
+    assert replacer(home).synonyms("birth", head=False)
+    for seed in range(4):
+        for cand in lexicon.candidates("date of birth", seed):
+            assert cand.name.endswith("of birth")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("wage", "salary", True),  # one synset
+        ("head", "manager", True),  # head (a person in charge) is two levels above manager
+        ("person", "author", True),
+        ("annual wage", "annual salary", True),
+        ("price", "discount", False),
+        ("year", "month", False),
+        ("height", "weight", False),
+        ("annual wage", "monthly salary", False),  # two words differ
+    ],
+)
+def test_same_meaning_in_dominant_senses(home: Path, a: str, b: str, same: bool) -> None:
+    lexicon = replacer(home, dictionary_max_senses=1)
+    assert isinstance(lexicon, NameEquivalence)
+    assert lexicon.same_meaning(a, b) is same
+    assert lexicon.same_meaning(b, a) is same

@@ -11,6 +11,7 @@ import pytest
 
 from cta.judge import JudgeColumn, JudgePair
 from cta.pipeline import PerturbOptions, Pipeline
+from cta.results import Candidate
 from cta.table import Table, name_key
 
 pytestmark = pytest.mark.slow
@@ -63,6 +64,121 @@ def test_candidate_pools_come_from_retrieved_tables(tiny_pipeline: Pipeline) -> 
     assert "page count" in pool and "PageCount" not in pool  # code-style headers as words
 
 
+def test_the_thesaurus_proposes_names_people_write(tiny_pipeline: Pipeline) -> None:
+    from cta.annotations import load_thesaurus
+    from cta.names import is_natural_name
+
+    table = _books()
+    report = tiny_pipeline.candidates(table, seed=0)
+    entries = {
+        name_key(e.name): e
+        for e in load_thesaurus(tiny_pipeline.settings.resolved_annotations_dir())
+    }
+    own = {name_key(n) for n in table.column_names}
+    min_zipf = tiny_pipeline.settings.pool_min_zipf
+    checked = 0
+    for col, pool in zip(table.columns, report.columns, strict=True):
+        entry = entries.get(name_key(col.name))
+        if entry is None:
+            assert pool.equivalent == [] and pool.associated == []
+            continue
+        expected_rpl = [
+            n
+            for n in entry.equivalent
+            if is_natural_name(n, min_zipf, col.name) and name_key(n) not in own
+        ]
+        expected_add = [
+            n for n in entry.associated if is_natural_name(n, min_zipf) and name_key(n) not in own
+        ]
+        assert [name_key(c.name) for c in pool.equivalent] == [name_key(n) for n in expected_rpl]
+        assert [name_key(c.name) for c in pool.associated] == [name_key(n) for n in expected_add]
+        assert all(c.source == "thesaurus" and c.type == col.type for c in pool.equivalent)
+        assert all(c.source == "thesaurus" for c in pool.associated)
+        checked += len(pool.equivalent) + len(pool.associated)
+    assert checked  # price, title, author and publisher are thesaurus headers
+    # Equivalents reach the judge as RPL candidates, associated names as ADD candidates.
+    everything = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
+    sources = {d.source for c in everything.columns for d in [*c.replace, *c.add]}
+    assert "thesaurus" in sources
+
+
+def test_every_source_writes_natural_names_in_the_table_style(tiny_pipeline: Pipeline) -> None:
+    from cta.names import is_natural_name, restyle, table_style
+
+    table = Table.parse(
+        {
+            "name": "Books",
+            "columns": [
+                {"name": "Book Title", "type": "text"},
+                {"name": "Author", "type": "text"},
+                {"name": "Publisher", "type": "text"},
+                {"name": "Date Published", "type": "time"},
+                {"name": "Price", "type": "number"},
+            ],
+        }
+    )
+    style = table_style(table.column_names)
+    assert style.case == "title"
+    report = tiny_pipeline.candidates(table, seed=0)
+    min_zipf = tiny_pipeline.settings.pool_min_zipf
+    seen = {"retrieved": 0, "equivalent": 0, "associated": 0, "dictionary": 0}
+    for col, pool in zip(table.columns, report.columns, strict=True):
+        for kind in ("retrieved", "equivalent", "associated"):
+            for cand in getattr(pool, kind):
+                like = col.name if kind == "equivalent" else None
+                assert is_natural_name(cand.name, min_zipf, like), (kind, cand.name)
+                assert restyle(cand.name, style) == cand.name, (kind, cand.name)
+                seen[kind] += 1
+        for cand in pool.dictionary:
+            assert is_natural_name(cand.name, tiny_pipeline.settings.dictionary_min_zipf, col.name)
+            seen["dictionary"] += 1
+    assert all(seen.values()), seen
+    # "Book Title" matches the thesaurus's "title" once the entity is dropped.
+    assert report.columns[0].equivalent
+
+
+def test_an_add_never_names_an_existing_column(tiny_pipeline: Pipeline) -> None:
+    import dataclasses
+
+    from cta.annotations import ThesaurusEntry
+    from cta.judge.decide import add_clash, is_new_column
+    from retriever.thesaurus import ThesaurusSource
+
+    # A thesaurus proposing, beside "author", a broader name of a column ("year" beside
+    # "publication year"), a known equivalent of one ("cost" beside "price") and new columns.
+    thesaurus = ThesaurusSource(
+        [
+            ThesaurusEntry(name="author", associated=("year", "cost", "genre", "birthplace")),
+            ThesaurusEntry(name="price", type="number", equivalent=("cost",)),
+        ]
+    )
+    pipeline = dataclasses.replace(tiny_pipeline, sources=(thesaurus,))
+    table = _books(
+        columns=[
+            *BOOKS["columns"][:3],
+            {"name": "publication year", "type": "number"},
+            BOOKS["columns"][3],
+        ],
+        rows=[[*r[:3], 1965, r[3]] for r in BOOKS["rows"]],
+    )
+    report = pipeline.candidates(table, seed=0)
+    author = report.columns[1]
+    assert [c.name for c in author.associated] == ["year", "cost", "genre", "birthplace"]
+    assert add_clash("year", "publication year", "book") == "sub_phrase"
+    assert add_clash("cost", "price", "book", pipeline.same_meaning) == "same_meaning"
+    pool = {c.name for col in report.columns for c in [*col.associated, *col.retrieved]}
+    clashing = {
+        n for n in pool if not is_new_column(n, table.column_names, "book", pipeline.same_meaning)
+    }
+    assert {"year", "cost"} <= clashing
+    # Everything would pass the judge: only the lexical guard keeps these out.
+    result = pipeline.perturb(table, PerturbOptions(add_threshold=1.0, rpl_threshold=1.0))
+    added = {d.name for col in result.columns for d in col.add}
+    assert {"genre", "birthplace"} <= added and not added & clashing
+    for name in added:
+        assert is_new_column(name, table.column_names, "book", pipeline.same_meaning)
+
+
 def test_decisions_follow_the_rules_against_every_column(tiny_pipeline: Pipeline) -> None:
     table = _books()
     result = tiny_pipeline.perturb(table, PerturbOptions(seed=0))
@@ -83,9 +199,19 @@ def test_decisions_follow_the_rules_against_every_column(tiny_pipeline: Pipeline
                 assert max(e1, e2) <= settings.add_threshold, (d.name, other.name)
 
 
+def _first_of_each_name(candidates: list[Candidate]) -> list[Candidate]:
+    seen: set[str] = set()
+    out = []
+    for cand in candidates:
+        if name_key(cand.name) not in seen:
+            seen.add(name_key(cand.name))
+            out.append(cand)
+    return out
+
+
 def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[set, set]]:
     """RPL and ADD names per column, recomputed with both directions of every pair."""
-    from cta.judge.decide import is_add_against, is_rpl, passes_add
+    from cta.judge.decide import is_add_against, is_new_column, is_rpl, passes_add
 
     settings = pipeline.settings
     report = pipeline.candidates(table, seed=seed)
@@ -94,14 +220,18 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
     out = {}
     for col, pool in zip(table.columns, report.columns, strict=True):
         rpl, add = set(), set()
-        for cand in [*pool.retrieved, *pool.dictionary]:
+        for cand in _first_of_each_name([*pool.equivalent, *pool.retrieved, *pool.dictionary]):
             if name_key(cand.name) in own:
                 continue
             e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
             if is_rpl(e1, e2, settings.rpl_threshold, settings.rpl_aggregation):
                 rpl.add(cand.name)
-            if cand.source == "dictionary":
+        for cand in _first_of_each_name([*pool.associated, *pool.retrieved]):
+            if name_key(cand.name) in own or not is_new_column(
+                cand.name, table.column_names, entity, pipeline.same_meaning
+            ):
                 continue
+            e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
             every = [
                 _scores(pipeline, entity, other.name, other.type, cand.name, cand.type)
                 for other in table.columns
@@ -146,12 +276,19 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
     report = tiny_pipeline.candidates(table, seed=0)
     everything = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
     nothing = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=1.0, add_threshold=0.0))
+    from cta.judge.decide import is_new_column
+
     for pool, all_in, none_in in zip(
         report.columns, everything.columns, nothing.columns, strict=True
     ):
-        names = {name_key(c.name) for c in [*pool.retrieved, *pool.dictionary]}
+        names = {name_key(c.name) for c in [*pool.equivalent, *pool.retrieved, *pool.dictionary]}
         assert {name_key(d.name) for d in all_in.replace} == names
-        assert {d.name for d in all_in.add} == {c.name for c in pool.retrieved}
+        new = {
+            name_key(c.name)
+            for c in [*pool.associated, *pool.retrieved]
+            if is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
+        }
+        assert {name_key(d.name) for d in all_in.add} == new
         assert none_in.replace == [] and none_in.add == []
     limited = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, max_candidates=2))
     assert all(len(c.replace) <= 2 and len(c.add) <= 2 for c in limited.columns)

@@ -3,14 +3,21 @@
 Paper defaults: RPL if ``min(e1, e2) ≥ 0.65``; ADD if ``max(e1, e2) ≤ 0.45`` against *every*
 original column of the table. The released notebook used 0.50/0.70 for RPL and, through a bug,
 ``min(e1, e2) ≤ 0.40`` for ADD; both thresholds and both aggregations are settings.
+
+Before the judge, :func:`add_clash` drops ADD candidates whose *name* already says they are
+an existing column (``year`` beside ``publication year``, ``wage`` beside ``salary``): the
+judge's scores are then not needed, and a judge that misses such a pair cannot let it through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Literal
 
+from cta.names import head_index
 from cta.results import Verdict
+from cta.table import name_key
 
 Aggregation = Literal["min", "max", "mean"]
 
@@ -87,3 +94,71 @@ def verdict(
     if is_add_against(e1, e2, add_threshold, add_aggregation):
         return "ADD"
     return "NONE"
+
+
+# -- the lexical ADD guard -----------------------------------------------------------------------
+SameMeaning = Callable[[str, str], bool]
+AddClash = Literal["same_name", "sub_phrase", "entity_phrase", "same_meaning"]
+
+
+def add_clash(
+    candidate: str,
+    column: str,
+    entity: str | None = None,
+    same_meaning: Sequence[SameMeaning] = (),
+) -> AddClash | None:
+    """Why the name of an ADD candidate already names ``column``, or ``None``.
+
+    * ``same_name``: equal up to case, separators and singular/plural (``Years`` / ``year``);
+    * ``sub_phrase``: the candidate is a part of the column's name holding its head word —
+      a broader name for it (``year`` / ``publication year``, ``date`` / ``date of birth``);
+    * ``entity_phrase``: the candidate is the column's name with the table's entity in front
+      (``book title`` / ``title`` in a table of books);
+    * ``same_meaning``: one of ``same_meaning`` (the thesaurus, WordNet's dominant senses)
+      knows the two names as the same column (``wage`` / ``salary``, ``head`` / ``manager``).
+    """
+    cand, col = _words(candidate), _words(column)
+    if not cand or not col:
+        return None
+    if cand == col:
+        return "same_name"
+    if len(cand) < len(col) and _holds_head(col, cand):
+        return "sub_phrase"
+    ent = _words(entity or "")
+    if ent and len(cand) > len(col) and cand[len(cand) - len(col) :] == col:
+        extra = cand[: len(cand) - len(col)]
+        if extra == ent or extra == ent[-len(extra) :]:
+            return "entity_phrase"
+    if any(knows(candidate, column) for knows in same_meaning):
+        return "same_meaning"
+    return None
+
+
+def is_new_column(
+    candidate: str,
+    columns: Sequence[str],
+    entity: str | None = None,
+    same_meaning: Sequence[SameMeaning] = (),
+) -> bool:
+    """The lexical half of the ADD rule: the candidate's name clashes with no column of the
+    table (:func:`add_clash`); the judge's half is :func:`passes_add`."""
+    return all(add_clash(candidate, c, entity, same_meaning) is None for c in columns)
+
+
+def _holds_head(longer: tuple[str, ...], part: tuple[str, ...]) -> bool:
+    """``part`` is a run of words of ``longer`` that includes the head word of ``longer``."""
+    head = head_index(list(longer))
+    n = len(part)
+    return any(longer[i : i + n] == part and i <= head < i + n for i in range(len(longer) - n + 1))
+
+
+@lru_cache(maxsize=50_000)
+def _words(name: str) -> tuple[str, ...]:
+    """Words of a name for comparison: :func:`name_key` words, nouns made singular."""
+    from lemminflect import getLemma
+
+    out = []
+    for word in name_key(name).split():
+        lemmas = getLemma(word, upos="NOUN") if word.isalpha() else ()
+        out.append(lemmas[0].lower() if lemmas else word)
+    return tuple(out)

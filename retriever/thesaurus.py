@@ -1,0 +1,164 @@
+"""The column-header thesaurus as a candidate source (``CTA_CANDIDATE_SOURCES=["thesaurus"]``).
+
+``data/annotations/thesaurus.jsonl`` lists frequent column headers of real tables with the
+names people use for the same column (``price`` → ``cost``, ``unit price``) and names of
+associated, different columns (``price`` → ``discount``, ``quantity``). For a target column
+whose name matches a header, the equivalent names are proposed as RPL candidates and the
+associated ones as ADD candidates; the judge decides as for every other candidate.
+
+A column matches a header through :func:`cta.table.name_key` (case, ``_``/``-``, camelCase
+and spacing ignored), trying in turn the name itself, its last word singular or plural
+(``authors`` → ``author``), and the name without the table's entity (``book title`` in a
+table of books → ``title``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+
+from cta.annotations import ThesaurusEntry, load_thesaurus
+from cta.components import ColumnContext, SourceProposal
+from cta.names import name_type
+from cta.registry import register
+from cta.results import Candidate
+from cta.settings import Settings
+from cta.table import ColumnType, name_key
+
+__all__ = ["ThesaurusSource", "name_variants"]
+
+
+@lru_cache(maxsize=50_000)
+def _number_forms(word: str) -> tuple[str, ...]:
+    """The singular and plural of a noun (``author`` ↔ ``authors``), the word itself excluded."""
+    from lemminflect import getInflection, getLemma
+
+    forms = [*getLemma(word, upos="NOUN"), *getInflection(word, "NNS")]
+    return tuple(dict.fromkeys(f.lower() for f in forms if f.lower() != word))
+
+
+def name_variants(name: str, entity: str | None = None) -> Iterator[str]:
+    """Keys a column name may be found under, best first: its :func:`name_key`, with the last
+    word singular or plural, and without the entity's words in front (``book title`` → ``title``
+    for the entity ``book``)."""
+    key = name_key(name)
+    if not key:
+        return
+    seen = {key}
+    yield key
+    keys = [key]
+    entity_words = name_key(entity).split() if entity else []
+    words = key.split()
+    if entity_words and len(words) > len(entity_words):
+        for n in (len(entity_words), 1):
+            head = words[:n]
+            if [_singular(w) for w in head] == [_singular(w) for w in entity_words[:n]]:
+                keys.append(" ".join(words[n:]))
+                break
+    for base in keys:
+        *front, last = base.split()
+        for variant in (base, *(" ".join([*front, form]) for form in _number_forms(last))):
+            if variant not in seen:
+                seen.add(variant)
+                yield variant
+
+
+def _singular(word: str) -> str:
+    from lemminflect import getLemma
+
+    lemmas = getLemma(word, upos="NOUN")
+    return lemmas[0].lower() if lemmas else word
+
+
+class ThesaurusSource:
+    """Equivalent (RPL) and associated (ADD) names of the thesaurus header a column matches
+    (a :class:`cta.components.CandidateSource`)."""
+
+    name = "thesaurus"
+
+    def __init__(self, entries: Sequence[ThesaurusEntry]) -> None:
+        self.entries = tuple(entries)
+        self._by_key: dict[str, ThesaurusEntry] = {}
+        for entry in self.entries:
+            self._by_key.setdefault(name_key(entry.name), entry)
+        # Equivalence both ways: a header's equivalent names, and the headers a name is an
+        # equivalent of (``wage`` is one of ``salary``'s).
+        self._equivalent: dict[str, set[str]] = {}
+        for entry in self.entries:
+            header = name_key(entry.name)
+            for other in entry.equivalent:
+                key = name_key(other)
+                if key and key != header:
+                    self._equivalent.setdefault(header, set()).add(key)
+                    self._equivalent.setdefault(key, set()).add(header)
+
+    def known_names(self) -> frozenset[str]:
+        """Every header, equivalent and associated name (a :class:`cta.components.KnownNames`)."""
+        return frozenset(
+            name_key(n) for e in self.entries for n in (e.name, *e.equivalent, *e.associated)
+        )
+
+    def entry(self, name: str, entity: str | None = None) -> ThesaurusEntry | None:
+        """The header ``name`` matches (see :func:`name_variants`), if any."""
+        for key in name_variants(name, entity):
+            found = self._by_key.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def propose(self, context: ColumnContext) -> SourceProposal:
+        """The matched header's equivalent names (typed like the column) and associated names
+        (typed by their name, else by their own header, else text), in the thesaurus's order.
+
+        ``score`` is the list order (1.0, 0.9, …); ``provenance`` names the header.
+        """
+        entry = self.entry(context.name, context.entity)
+        if entry is None:
+            return SourceProposal()
+        provenance = f"thesaurus:{entry.name}"
+        equivalent = [
+            Candidate(
+                name=name,
+                type=context.type,
+                score=_order_score(i),
+                source="thesaurus",
+                provenance=provenance,
+            )
+            for i, name in enumerate(entry.equivalent)
+        ]
+        associated = [
+            Candidate(
+                name=name,
+                type=self._type_of(name),
+                score=_order_score(i),
+                source="thesaurus",
+                provenance=provenance,
+            )
+            for i, name in enumerate(entry.associated)
+        ]
+        return SourceProposal(equivalent=equivalent, associated=associated)
+
+    def same_meaning(self, a: str, b: str) -> bool:
+        """Whether the thesaurus lists ``a`` and ``b`` as names of the same column (either
+        way, through the same keys as :meth:`entry`)."""
+        keys_b = set(name_variants(b))
+        for key in name_variants(a):
+            if key in keys_b or self._equivalent.get(key, set()) & keys_b:
+                return True
+        return False
+
+    def _type_of(self, name: str) -> ColumnType:
+        implied = name_type(name)
+        if implied is not None:
+            return implied
+        own = self._by_key.get(name_key(name))
+        return own.type if own is not None else ColumnType.TEXT
+
+
+def _order_score(i: int) -> float:
+    return round(max(0.0, 1.0 - i / 10), 6)
+
+
+@register("source", "thesaurus")
+def _thesaurus_source(settings: Settings) -> ThesaurusSource:
+    return ThesaurusSource(load_thesaurus(settings.resolved_annotations_dir()))

@@ -1,0 +1,62 @@
+"""The lexical half of the ADD rule: a name that already names a column is never an ADD."""
+
+from __future__ import annotations
+
+import pytest
+
+from cta.judge.decide import add_clash, is_new_column
+
+
+@pytest.mark.parametrize(
+    ("candidate", "column", "entity", "clash"),
+    [
+        ("year", "publication year", "book", "sub_phrase"),
+        ("Date", "Date of birth", None, "sub_phrase"),
+        ("Years", "year", None, "same_name"),
+        ("Publication_Year", "publication year", None, "same_name"),
+        ("book title", "title", "book", "entity_phrase"),
+        ("player name", "name", "football player", "entity_phrase"),
+        # different columns
+        ("birth", "date of birth", None, None),  # a part without the head word
+        ("publication", "publication year", "book", None),
+        ("team name", "name", "player", None),  # another entity's name
+        ("discount", "price", "book", None),
+        ("month", "publication year", "book", None),
+    ],
+)
+def test_lexical_clashes(
+    candidate: str, column: str, entity: str | None, clash: str | None
+) -> None:
+    assert add_clash(candidate, column, entity) == clash
+
+
+def test_known_equivalents_clash_through_every_component_that_knows() -> None:
+    calls: list[tuple[str, str]] = []
+
+    def thesaurus(a: str, b: str) -> bool:
+        calls.append((a, b))
+        return {a, b} == {"income", "salary"}
+
+    def wordnet(a: str, b: str) -> bool:
+        return {a, b} == {"head", "manager"}
+
+    knows = [thesaurus, wordnet]
+    assert add_clash("income", "salary", None, knows) == "same_meaning"
+    assert add_clash("head", "manager", None, knows) == "same_meaning"
+    assert add_clash("bonus", "salary", None, knows) is None
+    assert ("bonus", "salary") in calls
+    # Without the components, nothing in the names alone says so.
+    assert add_clash("income", "salary") is None
+
+
+def test_a_new_column_clashes_with_no_column_of_the_table() -> None:
+    columns = ["title", "author", "publisher", "publication year", "pages", "price"]
+    assert not is_new_column("year", columns, "book")
+    assert not is_new_column("Pages", columns, "book")
+    assert not is_new_column("book price", columns, "book")
+    assert is_new_column("genre", columns, "book")
+    assert is_new_column("isbn", columns, "book")
+    # Every column is checked, not only the one the candidate was proposed for.
+    assert not is_new_column(
+        "wage", [*columns, "salary"], "book", [lambda a, b: {a, b} == {"wage", "salary"}]
+    )
