@@ -190,21 +190,41 @@ def text_table(
 
 
 def _chunks(widths: Sequence[int], width: int) -> list[list[int]]:
-    """Consecutive column indices whose joined width (`` | `` between) fits in ``width``."""
+    """Consecutive column indices in as few blocks as fit in ``width`` (`` | `` between
+    columns), balanced: the widest block as narrow as it can be, so a table splits into
+    halves rather than into a full block and one stray column."""
+    n = len(widths)
+    if n == 0:
+        return []
+
+    def span(i: int, j: int) -> int:  # columns i … j-1 on one line
+        return sum(widths[i:j]) + 3 * (j - i - 1)
+
+    greedy = 1
+    used = widths[0]
+    for w in widths[1:]:
+        if used + 3 + w > width:
+            greedy, used = greedy + 1, w
+        else:
+            used += 3 + w
+    # best[k][j]: the narrowest widest block splitting columns 0 … j-1 into k blocks.
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(greedy + 1)]
+    cut = [[0] * (n + 1) for _ in range(greedy + 1)]
+    best[0][0] = 0
+    for k in range(1, greedy + 1):
+        for j in range(1, n + 1):
+            for i in range(k - 1, j):
+                cost = max(best[k - 1][i], span(i, j))
+                if cost < best[k][j]:
+                    best[k][j], cut[k][j] = cost, i
     chunks: list[list[int]] = []
-    current: list[int] = []
-    used = 0
-    for i, w in enumerate(widths):
-        extra = w if not current else w + 3
-        if current and used + extra > width:
-            chunks.append(current)
-            current, used = [], 0
-            extra = w
-        current.append(i)
-        used += extra
-    if current:
-        chunks.append(current)
-    return chunks
+    j = n
+    for k in range(greedy, 0, -1):
+        i = cut[k][j]
+        chunks.append(list(range(i, j)))
+        j = i
+    return chunks[::-1]
 
 
 def _heading(result: PerturbationResult, table: Table | None) -> list[str]:
