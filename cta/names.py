@@ -124,7 +124,8 @@ _DANGLING = frozenset("first second third fourth fifth last next".split())
 # Unit and code fragments of corpus headers (``sale price mm``, ``weight lbs``).
 _UNITS = frozenset(
     "mm cm km dm nm um kg mg lb lbs oz ml dl hl ft sq sqm sqft mph kph kmh km2 usd eur gbp "
-    "pct hrs hr mins min secs sec yrs yr no2 co2 ppm ppb kw kwh mw mwh gw ha".split()
+    "pct hrs hr mins min secs sec yrs yr no2 co2 ppm ppb kw kwh mw mwh gw ha "
+    "bn mn million millions billion billions thousand thousands".split()
 )
 _POSSESSIVE = re.compile(r"(?<=\w)'s\b")
 # Two-letter words that are words in headers (``id``, ``no.``, ``TV``).

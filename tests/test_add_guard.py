@@ -16,12 +16,21 @@ from cta.judge.decide import add_clash, is_new_column
         ("Publication_Year", "publication year", None, "same_name"),
         ("book title", "title", "book", "entity_phrase"),
         ("player name", "name", "football player", "entity_phrase"),
+        ("publication date", "publication year", "book", "same_time"),
+        ("Birth Year", "Date of Birth", None, "same_time"),
+        ("Birth Place", "Place of Birth", None, "same_name"),
+        ("Year joined", "Date joined", None, "same_time"),
+        ("Join Year", "Date Joined", None, "same_time"),
+        ("date", "publication year", "book", "same_time"),
         # different columns
         ("birth", "date of birth", None, None),  # a part without the head word
         ("publication", "publication year", "book", None),
         ("team name", "name", "player", None),  # another entity's name
         ("discount", "price", "book", None),
         ("month", "publication year", "book", None),
+        ("release date", "publication year", "book", None),  # another event
+        ("race time", "race date", None, None),  # a duration, not when
+        ("date", "price", "book", None),
     ],
 )
 def test_lexical_clashes(

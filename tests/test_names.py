@@ -33,6 +33,7 @@ from cta.table import ColumnType
         # corpus junk of the issue
         ("baker first", "dangling"),
         ("sale price mm", "unit"),
+        ("sales billion", "unit"),
         ("This item also includes", "sentence"),
         ("Length (first edition)", "symbol"),
         ("Win %", "symbol"),

@@ -98,7 +98,9 @@ def verdict(
 
 # -- the lexical ADD guard -----------------------------------------------------------------------
 SameMeaning = Callable[[str, str], bool]
-AddClash = Literal["same_name", "sub_phrase", "entity_phrase", "same_meaning"]
+AddClash = Literal["same_name", "sub_phrase", "entity_phrase", "same_time", "same_meaning"]
+# Head words naming when something happened, at a granularity a date subsumes.
+_EVENT_TIME_HEADS = frozenset({"date", "year", "day", "datetime", "timestamp"})
 
 
 def add_clash(
@@ -114,6 +116,8 @@ def add_clash(
       a broader name for it (``year`` / ``publication year``, ``date`` / ``date of birth``);
     * ``entity_phrase``: the candidate is the column's name with the table's entity in front
       (``book title`` / ``title`` in a table of books);
+    * ``same_time``: both name when the same thing happened (``publication date`` /
+      ``publication year``), or the candidate is a bare ``date`` beside such a column;
     * ``same_meaning``: one of ``same_meaning`` (the thesaurus, WordNet's dominant senses)
       knows the two names as the same column (``wage`` / ``salary``, ``head`` / ``manager``).
     """
@@ -129,6 +133,8 @@ def add_clash(
         extra = cand[: len(cand) - len(col)]
         if extra == ent or extra == ent[-len(extra) :]:
             return "entity_phrase"
+    if _same_event_time(cand, col):
+        return "same_time"
     if any(knows(candidate, column) for knows in same_meaning):
         return "same_meaning"
     return None
@@ -145,6 +151,31 @@ def is_new_column(
     return all(add_clash(candidate, c, entity, same_meaning) is None for c in columns)
 
 
+def _same_event_time(cand: tuple[str, ...], col: tuple[str, ...]) -> bool:
+    """Both name when the same thing happened: event-time heads, the same other words in any
+    order and form (``join year`` / ``date joined``); or a bare ``date`` beside one."""
+    col_head = head_index(list(col))
+    if col[col_head] not in _EVENT_TIME_HEADS:
+        return False
+    if cand == ("date",):
+        return True
+    cand_head = head_index(list(cand))
+    if len(cand) < 2 or len(cand) != len(col) or cand[cand_head] not in _EVENT_TIME_HEADS:
+        return False
+    rest_cand = sorted(_base(w) for i, w in enumerate(cand) if i != cand_head)
+    rest_col = sorted(_base(w) for i, w in enumerate(col) if i != col_head)
+    return rest_cand == rest_col
+
+
+@lru_cache(maxsize=20_000)
+def _base(word: str) -> str:
+    """A word's verb lemma (``joined`` → ``join``), else the word."""
+    from lemminflect import getLemma
+
+    lemmas = getLemma(word, upos="VERB") if word.isalpha() else ()
+    return lemmas[0].lower() if lemmas else word
+
+
 def _holds_head(longer: tuple[str, ...], part: tuple[str, ...]) -> bool:
     """``part`` is a run of words of ``longer`` that includes the head word of ``longer``."""
     head = head_index(list(longer))
@@ -154,11 +185,17 @@ def _holds_head(longer: tuple[str, ...], part: tuple[str, ...]) -> bool:
 
 @lru_cache(maxsize=50_000)
 def _words(name: str) -> tuple[str, ...]:
-    """Words of a name for comparison: :func:`name_key` words, nouns made singular."""
+    """Words of a name for comparison: :func:`name_key` words, nouns made singular, and a
+    short ``of`` post-modifier put in front (``date of birth`` → ``birth date``)."""
     from lemminflect import getLemma
 
     out = []
     for word in name_key(name).split():
         lemmas = getLemma(word, upos="NOUN") if word.isalpha() else ()
         out.append(lemmas[0].lower() if lemmas else word)
+    if out.count("of") == 1 and 0 < out.index("of") < len(out) - 1:
+        at = out.index("of")
+        head, modifier = out[:at], out[at + 1 :]
+        if len(modifier) <= 2 and len(head) <= 2:
+            out = [*modifier, *head]
     return tuple(out)
