@@ -125,7 +125,9 @@ class NameEquivalence(Protocol):
     other (the thesaurus, WordNet): the ADD guard (:func:`cta.judge.decide.add_clash`)
     asks every component that implements it."""
 
-    def same_meaning(self, a: str, b: str) -> bool: ...
+    def same_meaning(self, a: str, b: str) -> bool:
+        """Whether the name ``a`` can stand for the column ``b``."""
+        ...
 
 
 @runtime_checkable

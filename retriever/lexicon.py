@@ -198,9 +198,10 @@ class WordNetReplacer:
     # -- same meaning (the ADD guard) --------------------------------------------------------
     def same_meaning(self, a: str, b: str) -> bool:
         """Whether WordNet reads two column names as the same column: names equal but for one
-        word (or one-word names) whose words share a dominant sense (``wage`` / ``salary``),
-        or one of which is a hypernym, at most two levels up, of a dominant sense of the other
-        — a broader name for it (``head`` / ``manager``, ``person`` / ``author``).
+        word (or one-word names, or multi-word WordNet lemmas) whose words share a dominant
+        sense (``wage`` / ``salary``), or single head nouns one of which is a hypernym, at most
+        two levels up, of a dominant sense of the other — a broader name for it (``head`` /
+        ``manager``, ``person`` / ``author``).
 
         Dominant senses are the ``dictionary_max_senses`` most frequent ones (2 when all
         senses are used for replacement). A :class:`cta.components.NameEquivalence`.
@@ -229,8 +230,8 @@ class WordNetReplacer:
             return False
         if dom_x & dom_y:
             return True
-        if not head:
-            return False
+        if not head or "_" in x or "_" in y:
+            return False  # broader/narrower only between single head nouns
         all_x = {s for s, _, _ in self.senses(x, pos, every)}
         all_y = {s for s, _, _ in self.senses(y, pos, every)}
         return bool(_near_hypernyms(dom_y) & all_x or _near_hypernyms(dom_x) & all_y)

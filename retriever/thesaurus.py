@@ -81,16 +81,6 @@ class ThesaurusSource:
         self._by_key: dict[str, ThesaurusEntry] = {}
         for entry in self.entries:
             self._by_key.setdefault(name_key(entry.name), entry)
-        # Equivalence both ways: a header's equivalent names, and the headers a name is an
-        # equivalent of (``wage`` is one of ``salary``'s).
-        self._equivalent: dict[str, set[str]] = {}
-        for entry in self.entries:
-            header = name_key(entry.name)
-            for other in entry.equivalent:
-                key = name_key(other)
-                if key and key != header:
-                    self._equivalent.setdefault(header, set()).add(key)
-                    self._equivalent.setdefault(key, set()).add(header)
 
     def known_names(self) -> frozenset[str]:
         """Every header, equivalent and associated name (a :class:`cta.components.KnownNames`)."""
@@ -139,13 +129,17 @@ class ThesaurusSource:
         return SourceProposal(equivalent=equivalent, associated=associated)
 
     def same_meaning(self, a: str, b: str) -> bool:
-        """Whether the thesaurus lists ``a`` and ``b`` as names of the same column (either
-        way, through the same keys as :meth:`entry`)."""
-        keys_b = set(name_variants(b))
-        for key in name_variants(a):
-            if key in keys_b or self._equivalent.get(key, set()) & keys_b:
-                return True
-        return False
+        """Whether ``a`` can stand for the column ``b``: the header ``b`` matches (see
+        :meth:`entry`) lists ``a`` among its equivalent names.
+
+        One way only: a header's equivalents hold in that header's usual tables, so ``name``
+        among the equivalents of ``club name`` says nothing of ``club name`` beside a
+        player's ``name``."""
+        entry = self.entry(b)
+        if entry is None:
+            return False
+        keys_a = set(name_variants(a))
+        return any(name_key(other) in keys_a for other in entry.equivalent)
 
     def _type_of(self, name: str) -> ColumnType:
         implied = name_type(name)

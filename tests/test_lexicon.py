@@ -311,6 +311,7 @@ def test_a_word_whose_senses_have_no_synonym_is_kept(home: Path) -> None:
         ("year", "month", False),
         ("height", "weight", False),
         ("annual wage", "monthly salary", False),  # two words differ
+        ("points", "place of birth", False),  # no broader/narrower between multi-word lemmas
     ],
 )
 def test_same_meaning_in_dominant_senses(home: Path, a: str, b: str, same: bool) -> None:
