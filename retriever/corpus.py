@@ -146,7 +146,8 @@ class Corpus:
             counts: dict[str, int] = {}
             for s in self.skipped:
                 counts[s.problem] = counts.get(s.problem, 0) + 1
-            log.warning(
+            # Expected in real corpora (recorded in skipped.jsonl): detail, not a warning.
+            log.info(
                 "corpus %s: loaded %d tables, skipped %d (%s)",
                 self.spec,
                 self.loaded,

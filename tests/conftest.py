@@ -117,13 +117,12 @@ def write_tiny_corpus(root: Path) -> Path:
 @pytest.fixture(scope="session")
 def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A CTA home with a tiny real index, retrofitted vectors and trained judge."""
+    from annotations_fixture import write_tiny_annotations
     from test_judge import tiny_checkpoint
 
     from cta import registry
     from cta.judge.train import train_judge
     from cta.settings import Settings
-    from annotations_fixture import write_tiny_annotations
-
     from cta.wordnet import load_wordnet
     from retriever.index import build_corpus_index
     from retriever.vectors import build_glove_retrofit, save_vectors

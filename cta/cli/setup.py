@@ -55,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.force and path.exists() and settings.judge_model is None:
             shutil.rmtree(path)
         if not path.exists():
-            print("  judge: training the offline NLI judge (one time, ~20 min on 2 CPU cores)")
+            print("  judge: training the offline NLI judge (one time, about 30 min on 2 CPU cores)")
             train_judge(path, settings, progress=True)
         print(f"  judge: {path}")
 
