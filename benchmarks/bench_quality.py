@@ -415,7 +415,10 @@ def _extend_index(default: Any, settings: Settings, spec: str, out: Path) -> Non
             self.skipped: list[Any] = []
 
     corpora: list[Any] = [Reused(c) for c in default.info.corpora] + [spider]
-    build_index([*known, *spider], ReusingEncoder(), out, progress=False, corpora=corpora)
+    # The annotated Spider *train* tables are already in the default index: index them once.
+    have = {t.id for t in known}
+    extra = [t for t in spider if t.id not in have]
+    build_index([*known, *extra], ReusingEncoder(), out, progress=False, corpora=corpora)
 
 
 # -- the benchmark -------------------------------------------------------------------------------
