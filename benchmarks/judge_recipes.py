@@ -95,7 +95,11 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
     from benchmarks.judge_quality import load_pairs
     from cta.annotations import load_annotated_tables, load_thesaurus
     from cta.context import singularise
-    from cta.judge.annotated import AnnotationRecipe, annotation_examples
+    from cta.judge.annotated import (
+        AnnotationRecipe,
+        annotated_text_labels,
+        annotation_examples,
+    )
     from cta.judge.nli import render
     from cta.judge.supervision import (
         Lexicon,
@@ -152,15 +156,9 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
     for name, changes in ANNOTATION_PARTS.items():
         recipe = replace(AnnotationRecipe(), **changes)
         examples = annotation_examples(train, thesaurus, recipe, seed=seed)
-        human: dict[tuple[str, str], set[str]] = {}
-        for e in examples:
-            human.setdefault(tuple(sorted((e.premise, e.hypothesis))), set()).add(e.label)  # type: ignore[arg-type]
-        keep = [
-            int(
-                (lab := human.get((a, b))) is None or len(lab) > 1 or lab == {label}
-            )
-            for a, b, label in lexical_keys
-        ]
+        # the product's own rule (cta.judge.train): a human label overrules a lexical pair
+        human = annotated_text_labels(examples)
+        keep = [human.get((a, b), label) == label for a, b, label in lexical_keys]
         parts[f"lexical_keep_{name}"] = np.asarray(keep, dtype=np.int8)
         rows = []
         for e in examples:
@@ -192,7 +190,7 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     ordered = sorted(texts, key=texts.__getitem__)
-    np.savez_compressed(out, texts=np.asarray(ordered, dtype=object), **parts)
+    np.savez_compressed(out, texts=np.asarray(ordered, dtype=object), **parts)  # type: ignore[arg-type]
     print(f"exported {len(ordered)} texts to {out} in {time.perf_counter() - began:.0f} s")
 
 
