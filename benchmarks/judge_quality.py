@@ -39,14 +39,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 
-from cta.context import singularise
+from cta.context import column_words, singularise
 from cta.judge.decide import is_add_against, is_rpl, passes_add
 from cta.judge.nli import (
     BidirectionalJudge,
     HFEntailmentModel,
     JudgeColumn,
     JudgePair,
-    column_words,
 )
 from cta.settings import Settings
 

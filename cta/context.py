@@ -96,6 +96,16 @@ def split_name(name: str) -> list[str]:
     return [w.lower() for w in _SEPARATORS.split(spaced) if w]
 
 
+def column_words(name: str) -> str:
+    """A column name as the judge reads it: ``first_name``, ``FirstName`` → ``first name``.
+
+    Unlike :func:`split_name`, only case and underscores/camelCase change (punctuation such as
+    ``#`` or ``no.`` stays), so the judge sees corpus headers, user columns and its training
+    texts written the same way.
+    """
+    return " ".join(_CAMEL.sub(" ", name).replace("_", " ").split()).lower()
+
+
 def singularise(name: str) -> str:
     """The entity a table name stands for: words of the name with the last one made singular.
 

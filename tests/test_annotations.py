@@ -15,13 +15,13 @@ from cta.annotations import (
     load_annotated_tables,
     load_thesaurus,
 )
+from cta.context import column_words
 from cta.judge.annotated import (
     ANNOTATION_RELATIONS,
     AnnotationRecipe,
     annotated_text_labels,
     annotation_examples,
 )
-from cta.judge.nli import column_words
 from cta.settings import Settings
 from cta.table import ColumnType
 

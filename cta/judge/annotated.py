@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cta.annotations import AnnotatedTable, ThesaurusEntry
-from cta.context import singularise
-from cta.judge.nli import column_words
-from cta.judge.supervision import Example, Label
+from cta.context import column_words, singularise
+from cta.judge.supervision import Example, Label, unordered
 from cta.table import ColumnType
 
 EntityContext = Literal["annotated", "table-name", "both"]
@@ -122,11 +121,11 @@ def annotation_examples(
 
     labels: dict[tuple[str | None, str, str], set[Label]] = {}
     for entity, a, _, b, _, relation in pairs:
-        labels.setdefault(_unordered(entity, a, b), set()).add(ANNOTATION_RELATIONS[relation])
+        labels.setdefault(unordered(entity, a, b), set()).add(ANNOTATION_RELATIONS[relation])
     examples: list[Example] = []
     seen: set[tuple[str | None, str, str]] = set()
     for entity, a, ta, b, tb, relation in pairs:
-        key = _unordered(entity, a, b)
+        key = unordered(entity, a, b)
         if len(labels[key]) > 1 or key in seen:
             continue
         seen.add(key)
@@ -162,7 +161,3 @@ def _contexts(table: AnnotatedTable, context: EntityContext) -> list[str | None]
     if context == "table-name":
         return [named or annotated]
     return sorted({annotated, named or annotated}, key=lambda x: x or "")
-
-
-def _unordered(entity: str | None, a: str, b: str) -> tuple[str | None, str, str]:
-    return (entity, a, b) if a <= b else (entity, b, a)

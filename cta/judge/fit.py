@@ -33,6 +33,10 @@ class FitConfig:
     precision: Precision = "auto"
     warmup_share: float = 0.06
 
+    def __post_init__(self) -> None:
+        if self.epochs <= 0 or self.batch_size < 1:
+            raise ValueError("epochs must be > 0 and batch_size ≥ 1")
+
 
 def resolve_precision(precision: Precision, device: str) -> Literal["fp32", "bf16"]:
     """``auto``: bf16 on CUDA and on CPUs with AMX bf16 tiles, fp32 elsewhere."""
@@ -114,8 +118,6 @@ def fit_cross_encoder(
     from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    if config.epochs <= 0 or config.batch_size < 1:
-        raise ValueError("epochs must be > 0 and batch_size ≥ 1")
     if not len(premises) == len(hypotheses) == len(labels) or not labels:
         raise ValueError("premises, hypotheses and labels must be equally long and non-empty")
     precision = resolve_precision(config.precision, device)

@@ -8,7 +8,6 @@ premise/hypothesis texts of the template, scores both directions, deduplicates a
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -21,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from cta.components import EntailmentModel
+from cta.context import column_words
 from cta.registry import register
 from cta.settings import Settings
 from cta.table import ColumnType
@@ -61,18 +61,6 @@ def render(template: str, entity: str | None, column: str, type_: str) -> str:
     """
     text = template.format(entity=entity or "", column=column_words(column), type=type_)
     return " ".join(text.split())
-
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-
-def column_words(name: str) -> str:
-    """A column name as the judge reads it: ``first_name``, ``FirstName`` → ``first name``.
-
-    Only case and word separators change (punctuation such as ``#`` or ``no.`` stays), so the
-    judge sees corpus headers, user columns and its training texts written the same way.
-    """
-    return " ".join(_CAMEL.sub(" ", name).replace("_", " ").split()).lower()
 
 
 # -- the model ------------------------------------------------------------------------------

@@ -1320,7 +1320,8 @@ def _spelling_neighbours(vocabulary: Sequence[str], lexicon: Lexicon) -> dict[st
     return {w: sorted(n) for w, n in sorted(out.items())}
 
 
-def _unordered(entity: str | None, a: str, b: str) -> tuple[str | None, str, str]:
+def unordered(entity: str | None, a: str, b: str) -> tuple[str | None, str, str]:
+    """The key of a symmetric pair: the same for (a, b) and (b, a) in one context."""
     return (entity, a, b) if a <= b else (entity, b, a)
 
 
@@ -1380,12 +1381,12 @@ def build_supervision(
     # Drop text pairs that received two labels (in either direction).
     labels: dict[tuple[str | None, str, str], set[Label]] = {}
     for (entity, a, _, b, _), relation in candidates:
-        labels.setdefault(_unordered(entity, a, b), set()).add(RELATIONS[relation])
+        labels.setdefault(unordered(entity, a, b), set()).add(RELATIONS[relation])
     examples: list[Example] = []
     dropped = 0
     produced: Counter[str] = Counter()
     for (entity, a, ta, b, tb), relation in candidates:
-        if len(labels[_unordered(entity, a, b)]) > 1:
+        if len(labels[unordered(entity, a, b)]) > 1:
             dropped += 1
             continue
         if relation not in _VERBATIM and rng.random() < 0.5:  # symmetric: both directions

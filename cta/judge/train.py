@@ -101,8 +101,6 @@ def train_judge(
         seed=seed,
         precision=settings.judge_train_precision,
     )
-    if config.epochs <= 0 or config.batch_size < 1:
-        raise ValueError("epochs must be > 0 and batch_size ≥ 1")
     corpora = list(settings.judge_train_corpora if corpora is None else corpora)
     holdout = list(settings.judge_train_holdout if holdout is None else holdout)
     recipe = annotation_recipe(settings)
