@@ -7,10 +7,13 @@ A :class:`Table` is validated on construction; invalid input raises
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from cta.text import find_bad_text, text_problem
 
 
 def name_key(name: str) -> str:
@@ -73,7 +76,7 @@ class Table(BaseModel):
     id: str | None = None
     name: str | None = Field(default=None, description="Table name or caption")
     caption: str | None = None
-    columns: list[Column]
+    columns: list[Column] = Field(json_schema_extra={"minItems": 1})
     rows: list[list[Any]] = Field(default_factory=list)
     primary_entity: str | None = None
     target_columns: list[str] | None = Field(
@@ -136,18 +139,34 @@ class Table(BaseModel):
 
 
 def check_table(table: Table) -> None:
-    """Raise :class:`InvalidTableError` for no columns, empty/duplicate names, ragged rows."""
+    """Raise :class:`InvalidTableError` for no columns, empty/duplicate names, ragged rows,
+    and text no stage can use (:mod:`cta.text`: lone surrogates, NUL, control characters).
+
+    Names are duplicates when they share a :func:`name_key` (``first_name``, ``First Name``
+    and ``firstName`` are one column to every stage), not only when they are equal.
+    """
     if not table.columns:
         raise InvalidTableError("no_columns", "table has no columns")
+    for where, text in table_strings(table):
+        problem = text_problem(text)
+        if problem is not None:
+            raise InvalidTableError("invalid_text", f"{where}: {problem}")
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row):
+            found = find_bad_text(cell, f"rows.{r}.{c}") if isinstance(cell, list | dict) else None
+            if found is not None:
+                raise InvalidTableError("invalid_text", f"{found[0]}: {found[1]}")
     seen: dict[str, int] = {}
     for i, col in enumerate(table.columns):
         if not col.name or not col.name.strip():
             raise InvalidTableError("empty_column_name", f"column {i} has an empty name")
-        key = col.name.strip().casefold()
+        key = name_key(col.name)
         if key in seen:
+            first = table.columns[seen[key]].name
+            same = "appears twice" if first == col.name else f"is the same name as {first!r}"
             raise InvalidTableError(
                 "duplicate_column_name",
-                f"column name {col.name!r} appears twice (columns {seen[key]} and {i})",
+                f"column name {col.name!r} {same} (columns {seen[key]} and {i})",
             )
         seen[key] = i
     width = len(table.columns)
@@ -158,7 +177,7 @@ def check_table(table: Table) -> None:
             )
     if table.target_columns is not None:
         for name in table.target_columns:
-            if name.strip().casefold() not in seen:
+            if name_key(name) not in seen:
                 raise InvalidTableError(
                     "unknown_column", f"target column {name!r} is not a column of the table"
                 )
@@ -167,3 +186,34 @@ def check_table(table: Table) -> None:
             "misaligned_sql",
             f"{len(table.questions)} questions but {len(table.sql)} SQL queries",
         )
+
+
+def table_strings(table: Table) -> Iterator[tuple[str, str]]:
+    """Every string of a table with its path (``columns.2.name``, ``rows.0.1`` …); a cell
+    holding a list or an object is given as a whole (its ``repr``)."""
+    for key in ("id", "name", "caption", "primary_entity", "source"):
+        value = getattr(table, key)
+        if isinstance(value, str):
+            yield key, value
+    for i, col in enumerate(table.columns):
+        yield f"columns.{i}.name", col.name
+        if col.original_name:
+            yield f"columns.{i}.original_name", col.original_name
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row):
+            if isinstance(cell, str):
+                yield f"rows.{r}.{c}", cell
+            elif isinstance(cell, list | dict):
+                yield f"rows.{r}.{c}", repr(cell)
+    for i, question in enumerate(table.questions):
+        yield f"questions.{i}", question
+    for i, query in enumerate(table.sql):
+        yield f"sql.{i}", query
+    for i, name in enumerate(table.target_columns or []):
+        yield f"target_columns.{i}", name
+    for i, name in enumerate(table.primary_key):
+        yield f"primary_key.{i}", name
+    for i, fk in enumerate(table.foreign_keys):
+        yield f"foreign_keys.{i}.column", fk.column
+        yield f"foreign_keys.{i}.ref_table", fk.ref_table
+        yield f"foreign_keys.{i}.ref_column", fk.ref_column

@@ -19,10 +19,10 @@ from cta.pipeline import Pipeline
 from cta.settings import Settings, get_settings
 from service.batching import Batcher
 from service.errors import install_error_handlers
+from service.guard import RequestGuard
 from service.host import PipelineHost
 from service.jobs.store import JobStore
 from service.jobs.worker import start_workers
-from service.limits import BodySizeLimit
 from service.routes import engine, health, jobs
 
 API_VERSION = "1.0.0"
@@ -78,7 +78,7 @@ def create_app(
     )
     app.state.settings = settings
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
     app.include_router(health.router)
     app.include_router(engine.router)
     app.include_router(jobs.router)

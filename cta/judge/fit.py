@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cta.judge.nli import pad_batch
+
 Precision = Literal["auto", "fp32", "bf16"]
 
 
@@ -84,21 +86,9 @@ def length_bucketed_batches(
 
 
 def collate(features: Sequence[dict[str, list[int]]], rows: Sequence[int], pad_id: int) -> Any:
-    """Right-padded tensors of the selected pairs (what ``tokenizer.pad`` does, without its
-    per-example Python overhead, which dominates a step on a GPU)."""
-    import numpy as np
-    import torch
-
-    width = max(len(features[i]["input_ids"]) for i in rows)
-    batch: dict[str, Any] = {}
-    for key in features[rows[0]]:
-        fill = pad_id if key == "input_ids" else 0
-        array = np.full((len(rows), width), fill, dtype=np.int64)
-        for r, i in enumerate(rows):
-            values = features[i][key]
-            array[r, : len(values)] = values
-        batch[key] = torch.from_numpy(array)
-    return batch
+    """Right-padded tensors of the selected pairs (the judge's own :func:`pad_batch`)."""
+    columns = {key: {i: features[i][key] for i in rows} for key in features[rows[0]]}
+    return pad_batch(columns, rows, pad_id)
 
 
 def fit_cross_encoder(

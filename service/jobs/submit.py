@@ -38,6 +38,10 @@ def job_items(
         for entry in request.spider:
             items.extend(_spider_items(entry, settings))
             _check_count(len(items), settings)
+    if not items:
+        raise InvalidTableError(
+            "empty_job", "the job has no tables: every database entry of the payload is empty"
+        )
     return items
 
 
@@ -70,6 +74,9 @@ def _spider_items(entry: Mapping[str, Any], settings: Settings) -> list[NewItem]
         # Untrusted payload: an entry of the wrong shape is that entry's error, not a 500.
         message = f"spider database {db_id!r}: {type(exc).__name__}: {exc}"
         return [NewItem(dumps(entry), db_id, ItemError(problem="invalid_spider", message=message))]
+    if not tables:
+        message = f"spider database {db_id!r} has no tables"
+        return [NewItem(dumps(entry), db_id, ItemError(problem="empty_database", message=message))]
     items = []
     for table in tables:
         try:

@@ -6,6 +6,7 @@ in its thread pool, off the event loop.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
@@ -29,6 +30,16 @@ def _store(request: Request) -> JobStore:
 
 def _not_found(job_id: str) -> ServiceProblem:
     return ServiceProblem(404, "not_found", f"no job {job_id!r}")
+
+
+_JOB_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _job_id(job_id: str) -> str:
+    """``job_id`` when it can name a job (the store's uuid4 hex), else 404 without a query."""
+    if _JOB_ID.fullmatch(job_id) is None:
+        raise _not_found(job_id)
+    return job_id
 
 
 @router.post(
@@ -62,7 +73,7 @@ def list_jobs(
 
 @router.get("/{job_id}", summary="Status, counts and timestamps", responses=problems(401, 404))
 def get_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
-    status = _store(request).get_job(job_id, owner)
+    status = _store(request).get_job(_job_id(job_id), owner)
     if status is None:
         raise _not_found(job_id)
     return status
@@ -82,7 +93,7 @@ def job_results(
 ) -> JobResultsPage:
     """Each item has its result, or its error (``problem`` + ``message``), or is still
     pending/running; failed tables are listed, never dropped. Follow ``next_offset``."""
-    page = _store(request).results(job_id, owner, offset, limit)
+    page = _store(request).results(_job_id(job_id), owner, offset, limit)
     if page is None:
         raise _not_found(job_id)
     return page
@@ -91,7 +102,7 @@ def job_results(
 @router.delete("/{job_id}", summary="Cancel a job's remaining tables", responses=problems(401, 404))
 def cancel_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
     """Pending and running tables become ``cancelled``; finished ones keep their results."""
-    status = _store(request).cancel(job_id, owner)
+    status = _store(request).cancel(_job_id(job_id), owner)
     if status is None:
         raise _not_found(job_id)
     return status
