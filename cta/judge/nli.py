@@ -80,13 +80,30 @@ def render(template: str, entity: str | None, column: str, type_: str) -> str:
 
 # A pair's score must not depend on what it is batched with (README: same input + seed →
 # same bytes, alone, in a batch, after any cache history). CPU kernels pick their blocking
-# by shape: measured on the default judge's shape, a row's logits are bit-identical across
-# batches once the padded length is a multiple of 16 covering the row and the batch has
-# at least 12 rows (below that, or at other padded lengths, the last bits differ and a
-# rounded score can flip). So every batch is padded to a multiple of CANONICAL_MULTIPLE
-# tokens and filled up to CANONICAL_ROWS rows; tests/test_judge.py checks the invariance.
-CANONICAL_MULTIPLE = 16
+# by shape, and on the default judge's shape the last bits of a row's logits were measured
+# to change with the padded length and, below 12 rows, with the batch size. So a row is
+# always run at a padded length fixed by its own length (rounded up to a multiple of
+# CANONICAL_MULTIPLE: rows are batched only with rows of the same rounded length), in a
+# batch of at least CANONICAL_ROWS rows (filler copies, outputs dropped). tests/test_judge.py
+# checks the invariance. Measured on 2,000 pipeline-like pairs (mean 16 tokens), against
+# plain length-sorted batches: rounding to 4 tokens costs ~10 % more model time, to 8 ~20 %,
+# to 16 ~40 % (more padding), to 1–2 more filler rows on small calls.
+CANONICAL_MULTIPLE = 4
 CANONICAL_ROWS = 16
+
+
+def canonical_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Row indices grouped into batches of rows that share their canonical padded length,
+    shortest first, input order within a length (so the grouping is reproducible)."""
+    width = [-(-n // CANONICAL_MULTIPLE) * CANONICAL_MULTIPLE for n in lengths]
+    order = sorted(range(len(lengths)), key=lambda i: (width[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and width[batches[-1][0]] == width[i] and len(batches[-1]) < batch_size:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 def pad_batch(
@@ -180,11 +197,8 @@ class HFEntailmentModel:
         ids: list[list[int]] = encoded["input_ids"]
         columns = {key: encoded[key] for key in encoded}
         pad_id = self.tokenizer.pad_token_id or 0
-        # Length-sorted batches waste little compute on padding; the index breaks ties stably.
-        order = sorted(range(n), key=lambda i: (len(ids[i]), i))
         with self._lock, torch.inference_mode():
-            for start in range(0, n, self.batch_size):
-                rows = order[start : start + self.batch_size]
+            for rows in canonical_batches([len(x) for x in ids], self.batch_size):
                 batch = pad_batch(columns, rows, pad_id, CANONICAL_MULTIPLE, CANONICAL_ROWS)
                 inputs = {k: v.to(self.device) for k, v in batch.items()}
                 logits = self.model(**inputs).logits.float().cpu().numpy()
