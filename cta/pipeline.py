@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from cta import registry
 from cta.components import (
@@ -58,15 +58,19 @@ log = logging.getLogger(__name__)
 
 
 class PerturbOptions(BaseModel):
-    """Per-request knobs; ``None`` means "use the settings"."""
+    """Per-request knobs; ``None`` means "use the settings".
 
-    seed: int = Field(default=0, ge=0, le=2**31 - 1)
-    max_candidates: int | None = Field(
+    Numbers are strict: ``"7"`` or ``false`` is not a seed (no silent coercion); an integer
+    is a valid threshold.
+    """
+
+    seed: StrictInt = Field(default=0, ge=0, le=2**31 - 1)
+    max_candidates: StrictInt | None = Field(
         default=None, ge=1, le=100, description="Keep at most this many RPL and ADD per column"
     )
-    rpl_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    add_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    samples: int = Field(
+    rpl_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    add_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    samples: StrictInt = Field(
         default=0, ge=0, le=20, description="Perturbed tables to draw of each kind (ADVETA)"
     )
 

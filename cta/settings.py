@@ -236,9 +236,10 @@ class Settings(BaseSettings):
     )
     job_claim_batch: int = Field(default=8, ge=1, description="Tables a worker claims at once")
     job_lease_seconds: float = Field(
-        default=300.0,
+        default=30.0,
         gt=0,
-        description="Lease on a claimed item, renewed every third while its worker lives",
+        description="Lease on a claimed item, renewed every third while its worker lives "
+        "(a dead worker's items are claimed again after it)",
     )
     job_max_attempts: int = Field(default=3, ge=1, description="Claims before a table fails")
     job_poll_seconds: float = Field(default=0.5, gt=0, description="Idle worker poll interval")
