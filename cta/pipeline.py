@@ -10,7 +10,7 @@ time in model forward passes rather than in Python.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -55,6 +55,31 @@ if TYPE_CHECKING:
     from cta.judge import BidirectionalJudge, JudgePair
 
 log = logging.getLogger(__name__)
+
+#: directed pairs judged between two ``should_stop`` checks (a multiple of the judge's batch)
+_STOP_CHUNK_BATCHES = 16
+
+
+class Cancelled(RuntimeError):
+    """:meth:`Pipeline.perturb_many` stopped early because its ``should_stop`` said so."""
+
+
+def estimate_pairs(table: Table, settings: Settings) -> int:
+    """An upper-bound estimate of the directed judge pairs :meth:`Pipeline.perturb_many`
+    may score for ``table``, from its shape and the settings alone (no model, no retrieval).
+
+    With ``k = rerank_top_k`` as the bound of candidates per column and kind, ``T`` target
+    columns and ``C`` columns: pass 1 judges each target's RPL and ADD candidates (``2k``)
+    in both directions, ``T · 2k · 2``; pass 2 judges each ADD candidate against every other
+    column, ``T · k · (C − 1)`` (its reverse direction only runs for the few candidates no
+    other column ruled out, which this forward bound already over-counts by far). The real
+    count is usually well below (e1 settles most pairs, the judge's cache answers repeats),
+    so the service measures its drain rate in these estimated pairs.
+    """
+    k = settings.rerank_top_k
+    targets = len(table.targets())
+    columns = len(table.columns)
+    return targets * 2 * k * 2 + targets * k * max(0, columns - 1)
 
 
 class PerturbOptions(BaseModel):
@@ -117,6 +142,11 @@ class Pipeline:
                 registry.create("source", name, settings) for name in settings.candidate_sources
             ),
         )
+
+    def estimate_pairs(self, table: Table) -> int:
+        """An upper-bound estimate of the judge pairs :meth:`perturb` costs for ``table``
+        (see :func:`estimate_pairs`; a pure function of its shape and the settings)."""
+        return estimate_pairs(table, self.settings)
 
     def known_names(self) -> frozenset[str] | None:
         """Names people write, as the retriever's human-named tables and the candidate sources
@@ -269,14 +299,24 @@ class Pipeline:
         return self.perturb_many([table], options)[0]
 
     def perturb_many(
-        self, tables: Sequence[Table], options: PerturbOptions | None = None
+        self,
+        tables: Sequence[Table],
+        options: PerturbOptions | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> list[PerturbationResult]:
-        """:meth:`perturb` for many tables, with the judge's work batched across all of them."""
+        """:meth:`perturb` for many tables, with the judge's work batched across all of them.
+
+        ``should_stop``: asked between tables while planning and between chunks of judge
+        work; when it answers True the call raises :class:`Cancelled` (the service stops
+        the work of clients that left)."""
 
         options = options or PerturbOptions()
         rpl_thr = _pick(options.rpl_threshold, self.settings.rpl_threshold)
         add_thr = _pick(options.add_threshold, self.settings.add_threshold)
-        plans = [self._plan(table, options.seed) for table in tables]
+        plans = []
+        for table in tables:
+            _check_stop(should_stop)
+            plans.append(self._plan(table, options.seed))
 
         rpl_agg, add_agg = self.settings.rpl_aggregation, self.settings.add_aggregation
 
@@ -291,7 +331,7 @@ class Pipeline:
                 # its own): the key tells them apart.
                 for cand in [*plan.rpl[target.name], *plan.add[target.name]]:
                     first.setdefault(_key(plan.entity, target, cand), (plan.entity, target, cand))
-        forward = self._entail(first)
+        forward = self._entail(first, should_stop=should_stop)
         backward_needed: dict[_Key, tuple[str | None, Column, Candidate]] = {}
         for plan in plans:
             for target in plan.table.targets():
@@ -303,7 +343,7 @@ class Pipeline:
                         key = _key(plan.entity, target, cand)
                         if possible(forward[key], thr, how):
                             backward_needed[key] = first[key]
-        backward = self._entail(backward_needed, reverse=True)
+        backward = self._entail(backward_needed, reverse=True, should_stop=should_stop)
         first_scores = {key: (forward[key], backward.get(key)) for key in first}
 
         # Pass 2: ADD survivors against every *other* column of their table; the same
@@ -323,14 +363,16 @@ class Pipeline:
                             second[key] = (plan.entity, other, cand)
                             group.append(key)
                     groups.append(group)
-        forward2 = self._entail(second)
+        forward2 = self._entail(second, should_stop=should_stop)
         alive = {
             key
             for group in groups
             if all(add_possible(forward2[k], add_thr, add_agg) for k in group)
             for key in group
         }
-        backward2 = self._entail({k: second[k] for k in second if k in alive}, reverse=True)
+        backward2 = self._entail(
+            {k: second[k] for k in second if k in alive}, reverse=True, should_stop=should_stop
+        )
         second_scores = {key: (forward2[key], backward2.get(key)) for key in second}
 
         results = []
@@ -341,12 +383,24 @@ class Pipeline:
         return results
 
     def _entail(
-        self, pairs: dict[_Key, tuple[str | None, Column, Candidate]], reverse: bool = False
+        self,
+        pairs: dict[_Key, tuple[str | None, Column, Candidate]],
+        reverse: bool = False,
+        should_stop: Callable[[], bool] | None = None,
     ) -> dict[_Key, float]:
         """One entailment direction for every (column, candidate) pair, in one batched call:
-        e1 (column ⇒ candidate), or e2 with ``reverse``."""
+        e1 (column ⇒ candidate), or e2 with ``reverse``. With ``should_stop``, in chunks of
+        whole judge batches with a check before each (scores do not depend on the chunking:
+        the judge pads its batches to a canonical shape and caches)."""
         judged = [_pair(entity, column, cand) for entity, column, cand in pairs.values()]
-        return dict(zip(pairs, self.judge_model.entail(judged, reverse=reverse), strict=True))
+        if should_stop is None:
+            return dict(zip(pairs, self.judge_model.entail(judged, reverse=reverse), strict=True))
+        chunk = max(1, self.settings.judge_batch_size) * _STOP_CHUNK_BATCHES
+        scores: list[float] = []
+        for start in range(0, len(judged), chunk):
+            _check_stop(should_stop)
+            scores += self.judge_model.entail(judged[start : start + chunk], reverse=reverse)
+        return dict(zip(pairs, scores, strict=True))
 
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         entity, source = self.primary_entity(table)
@@ -448,6 +502,11 @@ class Pipeline:
             )
             for e1, e2 in self.judge_model.score(pairs)
         ]
+
+
+def _check_stop(should_stop: Callable[[], bool] | None) -> None:
+    if should_stop is not None and should_stop():
+        raise Cancelled("stopped: every request of this call was cancelled")
 
 
 def _pick(value: float | None, default: float) -> float:

@@ -225,6 +225,23 @@ class Settings(BaseSettings):
     batch_wait_ms: int = Field(
         default=5, description="How long the dynamic batcher waits to group concurrent requests"
     )
+    max_request_pairs: int = Field(
+        default=12_000,
+        ge=1,
+        description="Most estimated judge pairs of one /v1/perturb table (422 above; send a "
+        "batch job instead): about 8 s of engine time at 1,500 pairs/s, a 23-column table",
+    )
+    max_queue_seconds: float = Field(
+        default=8.0,
+        gt=0,
+        description="Longest estimated wait (backlog + own cost at the measured drain rate) "
+        "a request is admitted with (429 with a computed Retry-After above)",
+    )
+    engine_pairs_per_second: float = Field(
+        default=1_500.0,
+        gt=0,
+        description="Seed of the measured drain rate (estimated judge pairs per engine second)",
+    )
     max_body_bytes: int = Field(default=5_000_000, description="Largest request body (413 above)")
     max_columns: int = Field(default=200, description="Most columns per table (422 above)")
     max_rows: int = Field(default=10_000, description="Most rows per table (422 above)")

@@ -54,7 +54,6 @@ def create_app(
             queue_size=settings.queue_size,
             max_batch_pairs=settings.max_batch_pairs,
             batch_wait_ms=settings.batch_wait_ms,
-            pairs_per_column=2 * settings.rerank_top_k,
         )
         app.state.store, app.state.host, app.state.batcher = store, host, batcher
         host.start_loading()

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from cta.judge.nli import JudgePair
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import PerturbOptions, Pipeline, estimate_pairs
 from cta.results import JudgeScore, PerturbationResult
 from cta.settings import Settings
 from cta.table import Table
@@ -81,14 +81,27 @@ class PipelineHost:
             raise PipelineNotReady(self.detail, failed=self._error is not None)
         return self._pipeline
 
+    # -- cost -------------------------------------------------------------------------------
+    def estimate_pairs(self, table: Table) -> int:
+        """:meth:`Pipeline.estimate_pairs` — from the settings alone, so it answers (and a
+        request can be refused) before the pipeline has loaded."""
+        return estimate_pairs(table, self.settings)
+
     # -- serialised calls into the engine -----------------------------------------------------
     def perturb_many(
-        self, tables: Sequence[Table], options: PerturbOptions
+        self,
+        tables: Sequence[Table],
+        options: PerturbOptions,
+        should_stop: Callable[[], bool] | None = None,
     ) -> list[PerturbationResult]:
-        """:meth:`Pipeline.perturb_many` under the host's lock."""
+        """:meth:`Pipeline.perturb_many` under the host's lock; ``should_stop`` aborts it
+        with :class:`cta.pipeline.Cancelled` (passed only when given, so stand-ins without
+        the parameter keep working)."""
         pipeline = self._get()
         with self._lock:
-            return pipeline.perturb_many(tables, options)
+            if should_stop is None:
+                return pipeline.perturb_many(tables, options)
+            return pipeline.perturb_many(tables, options, should_stop=should_stop)
 
     def judge(
         self,

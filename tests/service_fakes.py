@@ -5,7 +5,9 @@ end-to-end tests use the real pipeline over the ``tiny_home`` fixture. Determini
 target column gets one RPL name (``"<column> alias"``) and one ADD name (``"<column> note"``).
 ``make_pipeline`` is the ``--pipeline service_fakes:make_pipeline`` hook for subprocesses;
 env ``CTA_FAKE_DELAY`` (seconds per table) slows it down and ``CTA_FAKE_LOG`` (a path)
-appends one line per table it processes, so a test can see re-runs.
+appends one line per table it processes, so a test can see re-runs. With ``pairs_per_second``
+it takes as long as an engine judging each table's estimated pairs at that rate would, and
+honours ``should_stop`` while it does (load and cancellation tests).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from cta.apply.sample import sample_perturbations
 from cta.judge.nli import JudgePair
-from cta.pipeline import PerturbOptions
+from cta.pipeline import Cancelled, PerturbOptions, estimate_pairs
 from cta.results import (
     ColumnPerturbations,
     Decision,
@@ -39,11 +41,20 @@ POISON_COLUMN = "poison"
 class FakePipeline:
     """Same methods as :class:`cta.pipeline.Pipeline`; records its calls."""
 
-    def __init__(self, settings: Settings, delay: float = 0.0, log_path: str | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        delay: float = 0.0,
+        log_path: str | None = None,
+        pairs_per_second: float | None = None,
+    ):
         self.settings = settings
         self.delay = delay
         self.log_path = log_path
+        self.pairs_per_second = pairs_per_second
         self.calls: list[tuple[str, int]] = []  # (method, batch size)
+        self.finished: list[str | None] = []  # table ids in the order their work finished
+        self.stopped: list[str | None] = []  # table ids whose work should_stop cut short
         self.gate: threading.Event | None = None  # when set by a test, calls wait for it
         self._lock = threading.Lock()
 
@@ -51,7 +62,10 @@ class FakePipeline:
         return self.perturb_many([table], options)[0]
 
     def perturb_many(
-        self, tables: Sequence[Table], options: PerturbOptions | None = None
+        self,
+        tables: Sequence[Table],
+        options: PerturbOptions | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> list[PerturbationResult]:
         options = options or PerturbOptions()
         with self._lock:
@@ -64,11 +78,29 @@ class FakePipeline:
                 raise RuntimeError("stand-in engine fault on a poison table")
             if self.delay:
                 time.sleep(self.delay)
+            if self.pairs_per_second:
+                self._work(table, estimate_pairs(table, self.settings), should_stop)
             results.append(self._perturb(table, options))
+            with self._lock:
+                self.finished.append(table.id)
             if self.log_path:
                 with open(self.log_path, "a", encoding="utf-8") as fh:
                     fh.write(f"{os.getpid()} {table.id}\n")
         return results
+
+    def _work(self, table: Table, pairs: int, should_stop: Callable[[], bool] | None) -> None:
+        """Sleep as long as judging ``pairs`` at ``pairs_per_second`` takes, in chunks of
+        at most 0.05 s with a ``should_stop`` check before each (as the pipeline's chunks)."""
+        assert self.pairs_per_second
+        left = pairs / self.pairs_per_second
+        while left > 0:
+            if should_stop is not None and should_stop():
+                with self._lock:
+                    self.stopped.append(table.id)
+                raise Cancelled("stand-in stopped")
+            step = min(0.05, left)
+            time.sleep(step)
+            left -= step
 
     def _perturb(self, table: Table, options: PerturbOptions) -> PerturbationResult:
         entity = table.primary_entity or table.name or "row"
@@ -109,6 +141,8 @@ class FakePipeline:
             self.calls.append(("judge", len(pairs)))
         if self.gate is not None:
             self.gate.wait(10)
+        if self.pairs_per_second:
+            time.sleep(len(pairs) / self.pairs_per_second)
         rpl = self.settings.rpl_threshold if rpl_threshold is None else rpl_threshold
         add = self.settings.add_threshold if add_threshold is None else add_threshold
         scores = []

@@ -11,7 +11,8 @@ _DESCRIPTIONS = {
     404: "No such job (or it belongs to another key)",
     413: "Request body over max_body_bytes",
     422: "Invalid request or table; `problem` names the rule or limit",
-    429: "Request queue full; retry after Retry-After seconds",
+    429: "Overloaded: the estimated wait is over max_queue_seconds (or the queue is full); "
+    "retry after Retry-After seconds, the measured time for the backlog to drain enough",
     503: "Pipeline not loaded yet (or failed to load); retry after Retry-After seconds",
 }
 

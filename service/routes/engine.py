@@ -1,11 +1,25 @@
-"""``POST /v1/perturb`` and ``POST /v1/judge``: the engine, batched across concurrent requests."""
+"""``POST /v1/perturb`` and ``POST /v1/judge``: the engine, batched across concurrent requests.
+
+A table whose estimated cost (:func:`cta.pipeline.estimate_pairs`) is over
+``max_request_pairs`` is refused before it is queued (422 ``max_request_pairs``: a batch job
+takes it). While a route awaits its answer it watches its client: when the client has left,
+the request is cancelled — taken out of the queue, or its engine call stopped once no
+client of it remains.
+"""
 
 from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Request
 
 from cta.results import PerturbationResult
+from cta.settings import Settings
+from cta.table import InvalidTableError
 from service.auth import caller
+from service.errors import ServiceProblem
 from service.limits import check_pair_limits, check_table_limits
 from service.routes import problems
 from service.schemas import JudgeRequest, JudgeResponse, PerturbRequest
@@ -13,6 +27,44 @@ from service.schemas import JudgeRequest, JudgeResponse, PerturbRequest
 router = APIRouter(tags=["engine"], dependencies=[Depends(caller)])
 
 _ERRORS = problems(401, 413, 422, 429, 503)
+
+#: how often an awaiting route asks whether its client is still there
+DISCONNECT_POLL_SECONDS = 0.25
+
+T = TypeVar("T")
+
+
+def check_request_budget(cost: int, settings: Settings) -> None:
+    """Raise :class:`InvalidTableError` (422 ``max_request_pairs``) when a table's estimated
+    judge pairs are over the budget of one request."""
+    if cost > settings.max_request_pairs:
+        raise InvalidTableError(
+            "max_request_pairs",
+            f"this table needs an estimated {cost} judge pairs; max_request_pairs = "
+            f"{settings.max_request_pairs} per request. Fewer columns or target_columns "
+            "make it smaller; a batch job (POST /v1/jobs) takes it as it is",
+        )
+
+
+async def until_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` while polling the client's connection; when the client has left,
+    cancel ``work`` (the batcher drops or stops the request) and answer 499."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_SECONDS)
+            if done:
+                return task.result()
+            if await request.is_disconnected():
+                task.cancel()
+                raise ServiceProblem(
+                    499,
+                    "client_closed_request",
+                    "the client closed the connection before the answer was ready",
+                )
+    finally:
+        if not task.done():
+            task.cancel()  # this route was cancelled itself (shutdown)
 
 
 @router.post(
@@ -25,9 +77,16 @@ async def perturb(body: PerturbRequest, request: Request) -> PerturbationResult:
     ``replace`` (RPL) and ``add`` (ADD) names with their entailment scores ``e1``/``e2`` and
     source. With ``options.samples = k``: k perturbed tables of each kind, every target column
     perturbed once per table (ADVETA protocol, seeded), each with its old → new mapping.
-    Also served at ``/perturb``."""
-    check_table_limits(body.table, request.app.state.settings)
-    result: PerturbationResult = await request.app.state.batcher.perturb(body.table, body.options)
+    A table over the per-request budget (``max_request_pairs`` estimated judge pairs) is
+    refused with 422; send it as a batch job. Also served at ``/perturb``."""
+    settings = request.app.state.settings
+    check_table_limits(body.table, settings)
+    batcher = request.app.state.batcher
+    cost = batcher.host.estimate_pairs(body.table)
+    check_request_budget(cost, settings)
+    result: PerturbationResult = await until_client_leaves(
+        request, batcher.perturb(body.table, body.options, cost=cost)
+    )
     return result
 
 
@@ -47,5 +106,7 @@ async def judge(body: JudgeRequest, request: Request) -> JudgeResponse:
     verdict (RPL / ADD / NONE) for each pair, in order — as ``cta judge``."""
     check_pair_limits(body.pairs, request.app.state.settings)
     batcher = request.app.state.batcher
-    scores = await batcher.judge(body.pairs, body.rpl_threshold, body.add_threshold)
+    scores = await until_client_leaves(
+        request, batcher.judge(body.pairs, body.rpl_threshold, body.add_threshold)
+    )
     return JudgeResponse(scores=scores)
