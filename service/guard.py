@@ -10,7 +10,9 @@ One pure-ASGI middleware, outermost of the app's own, so its rules hold for ever
   ``unsupported_media_type``;
 * **JSON**: bytes that are not UTF-8 → 400 ``invalid_utf8``; nesting deeper than
   :data:`MAX_DEPTH` → 400 ``too_deep``; ``NaN``/``Infinity`` → 422 ``non_finite_number``
-  (JSON has no such numbers, and they would silently come back as ``null``); a string or key
+  (JSON has no such numbers, and they would silently come back as ``null``), nor numbers
+  that overflow to them (``1e400``); a number over 100 characters → 422 ``number_too_long``;
+  a string or key
   with a lone surrogate, NUL or control character → 422 ``invalid_text`` naming its path
   (:mod:`cta.text`). Syntax errors are left to the route's own 422 ``malformed_json``;
 * **faults**: an exception no handler mapped becomes a 500 Problem sent by the guard itself,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -38,14 +41,40 @@ MAX_DEPTH = 64  # arrays/objects nested deeper than any table, job or pair needs
 _JSON_TYPES = ("application/json",)
 
 
-class _NonFinite(ValueError):
-    def __init__(self, constant: str) -> None:
-        super().__init__(constant)
-        self.constant = constant
+MAX_NUMBER_DIGITS = 100  # longer numbers are no seed, count or cell anyone means
+
+
+class _BadNumber(ValueError):
+    def __init__(self, problem: str, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.message = message
 
 
 def _reject_constant(constant: str) -> Any:
-    raise _NonFinite(constant)
+    raise _BadNumber(
+        "non_finite_number", f"{constant} is not a JSON number; send a finite number or null"
+    )
+
+
+def _parse_float(text: str) -> float:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise _BadNumber("number_too_long", f"a number of {len(text)} characters")
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadNumber(
+            "non_finite_number", f"{text} overflows to infinity; send a finite number or null"
+        )
+    return value
+
+
+def _parse_int(text: str) -> int:
+    if len(text) > MAX_NUMBER_DIGITS:
+        raise _BadNumber(
+            "number_too_long",
+            f"an integer of {len(text)} digits (at most {MAX_NUMBER_DIGITS} are read)",
+        )
+    return int(text)
 
 
 class RequestGuard:
@@ -149,13 +178,14 @@ class RequestGuard:
                 400, "invalid_utf8", f"the body is not UTF-8: invalid byte at {exc.start}"
             )
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
-        except _NonFinite as exc:
-            return problem_response(
-                422,
-                "non_finite_number",
-                f"{exc.constant} is not a JSON number; send a finite number or null",
+            value = json.loads(
+                text,
+                parse_constant=_reject_constant,
+                parse_float=_parse_float,
+                parse_int=_parse_int,
             )
+        except _BadNumber as exc:
+            return problem_response(422, exc.problem, exc.message)
         except RecursionError:
             return _too_deep()
         except ValueError:

@@ -164,6 +164,9 @@ def _database_error(entry: Mapping[str, Any], db_id: str, settings: Settings) ->
 
     try:
         tables = load_spider_database(entry)
+        if not tables:
+            message = f"spider database {db_id!r} has no tables"
+            return ItemError(problem="empty_database", message=message)
         spider_schema(entry)
         for table in tables:
             check_table_limits(table, settings)

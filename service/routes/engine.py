@@ -26,7 +26,7 @@ from service.schemas import JudgeRequest, JudgeResponse, PerturbRequest
 
 router = APIRouter(tags=["engine"], dependencies=[Depends(caller)])
 
-_ERRORS = problems(401, 413, 422, 429, 503)
+_ERRORS = problems(400, 401, 413, 415, 422, 429, 503)
 
 #: how often an awaiting route asks whether its client is still there
 DISCONNECT_POLL_SECONDS = 0.25

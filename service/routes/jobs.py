@@ -46,7 +46,7 @@ def _job_id(job_id: str) -> str:
     "",
     status_code=202,
     summary="Submit a batch job (tables, a Spider tables.json payload, or a Spider dataset)",
-    responses=problems(401, 413, 422),
+    responses=problems(400, 401, 413, 415, 422),
 )
 def submit_job(
     request: Request,
@@ -62,7 +62,7 @@ def submit_job(
     return status
 
 
-@router.get("", summary="The caller's jobs, newest first", responses=problems(401, 422))
+@router.get("", summary="The caller's jobs, newest first", responses=problems(400, 401, 422))
 def list_jobs(
     request: Request,
     owner: Caller,
@@ -71,7 +71,7 @@ def list_jobs(
     return JobList(jobs=_store(request).list_jobs(owner, limit))
 
 
-@router.get("/{job_id}", summary="Status, counts and timestamps", responses=problems(401, 404))
+@router.get("/{job_id}", summary="Status, counts and timestamps", responses=problems(400, 401, 404))
 def get_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
     status = _store(request).get_job(_job_id(job_id), owner)
     if status is None:
@@ -82,7 +82,7 @@ def get_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
 @router.get(
     "/{job_id}/results",
     summary="One item per table, in table order, paginated",
-    responses=problems(401, 404, 422),
+    responses=problems(400, 401, 404, 422),
 )
 def job_results(
     request: Request,
@@ -99,7 +99,9 @@ def job_results(
     return page
 
 
-@router.delete("/{job_id}", summary="Cancel a job's remaining tables", responses=problems(401, 404))
+@router.delete(
+    "/{job_id}", summary="Cancel a job's remaining tables", responses=problems(400, 401, 404)
+)
 def cancel_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
     """Pending and running tables become ``cancelled``; finished ones keep their results."""
     status = _store(request).cancel(_job_id(job_id), owner)
