@@ -226,21 +226,23 @@ class Settings(BaseSettings):
         default=5, description="How long the dynamic batcher waits to group concurrent requests"
     )
     max_request_pairs: int = Field(
-        default=12_000,
+        default=4_000,
         ge=1,
         description="Most estimated judge pairs of one /v1/perturb table (422 above; send a "
-        "batch job instead): about 8 s of engine time at 1,500 pairs/s, a 23-column table",
+        "batch job instead): about 8 s of engine time on 2 cores (measured ~500 estimated "
+        "pairs/s), a 12-column table with every column targeted",
     )
     max_queue_seconds: float = Field(
-        default=8.0,
+        default=6.0,
         gt=0,
         description="Longest estimated wait (backlog + own cost at the measured drain rate) "
         "a request is admitted with (429 with a computed Retry-After above)",
     )
     engine_pairs_per_second: float = Field(
-        default=1_500.0,
+        default=500.0,
         gt=0,
-        description="Seed of the measured drain rate (estimated judge pairs per engine second)",
+        description="Seed of the measured drain rate (estimated judge pairs per engine "
+        "second; ~500 measured on 2 CPU cores with the default judge)",
     )
     max_body_bytes: int = Field(default=5_000_000, description="Largest request body (413 above)")
     max_columns: int = Field(default=200, description="Most columns per table (422 above)")

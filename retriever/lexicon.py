@@ -121,6 +121,10 @@ class WordNetReplacer:
         self.min_zipf = settings.dictionary_min_zipf
         self.max_senses = settings.dictionary_max_senses or None
         self._synonyms = lru_cache(maxsize=50_000)(self._compute_synonyms)
+        # The ADD guard asks the same words again and again (every candidate against every
+        # column): without these caches WordNet lookups were ~40 % of a 12-column table.
+        self._senses = lru_cache(maxsize=100_000)(self._compute_senses)
+        self._related_cached = lru_cache(maxsize=200_000)(self._compute_related)
 
     # -- synonyms of one word -------------------------------------------------------------------
     def synonyms(
@@ -155,6 +159,11 @@ class WordNetReplacer:
     ) -> list[tuple[Synset, str, str | None]]:
         """The senses of ``word`` that ``choice`` allows, most frequent first: each synset with
         the lemma the word is a form of and the inflection tag (None: the word as is)."""
+        return list(self._senses(word, tuple(pos_group), choice))
+
+    def _compute_senses(
+        self, word: str, pos_group: tuple[str, ...], choice: SenseChoice
+    ) -> tuple[tuple[Synset, str, str | None], ...]:
         found: list[tuple[int, int, Synset, str, str | None]] = []
         seen: set[str] = set()
         for pos in pos_group:
@@ -179,7 +188,7 @@ class WordNetReplacer:
         found.sort(key=lambda f: (-f[0], f[1]))
         if choice.max_senses is not None:
             found = found[: choice.max_senses]
-        return [(synset, base, tag) for _, _, synset, base, tag in found]
+        return tuple((synset, base, tag) for _, _, synset, base, tag in found)
 
     def _synonyms_for(
         self, word: str, senses: Sequence[tuple[Synset, str, str | None]]
@@ -219,6 +228,9 @@ class WordNetReplacer:
         return self._related(words_a[i], words_b[i], head=head)
 
     def _related(self, x: str, y: str, head: bool) -> bool:
+        return bool(self._related_cached(x, y, head))
+
+    def _compute_related(self, x: str, y: str, head: bool) -> bool:
         if _letters(x) == _letters(y):
             return True
         pos = _HEAD_POS if head else _MODIFIER_POS

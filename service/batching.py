@@ -110,6 +110,7 @@ class Batcher:
         self._running: list[_Request] = []
         self._running_cost = 0
         self._running_since = 0.0
+        self._promised_at = 0.0  # monotonic time of the last slot promised by a 429
         self._arrived = asyncio.Event()
         self._seq = itertools.count()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cta-batch")
@@ -227,10 +228,19 @@ class Batcher:
 
     def _retry_after(self, backlog: int, cost: int, rate: float) -> int:
         """Seconds until, at ``rate``, the backlog has drained enough to admit ``cost``
-        (its wait within ``max_queue_seconds``, or nothing left ahead of it); at least 1."""
+        (its wait within ``max_queue_seconds``, or nothing left ahead of it); at least 1.
+
+        Clients refused earlier come back first: each refusal is promised the slot after
+        the previous promise (``cost / rate`` later), so a herd of refused clients is
+        spread over the drain instead of all returning at once and being refused again.
+        """
+        now = time.monotonic()
         until_fits = (backlog + cost) / rate - self.max_queue_seconds
         until_empty = backlog / rate
-        return max(1, math.ceil(min(until_fits, until_empty)))
+        fits_at = now + max(0.0, min(until_fits, until_empty))
+        slot = max(fits_at, self._promised_at + cost / rate)
+        self._promised_at = slot
+        return max(1, math.ceil(slot - now))
 
     def _cancel(self, request: _Request) -> None:
         """The client left: out of the queue; a running call notices through should_stop."""

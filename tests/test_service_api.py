@@ -15,7 +15,10 @@ from service.app import create_app
 
 
 def _settings(tmp_path: Path, **over: object) -> Settings:
-    return Settings(home=tmp_path, **over)  # type: ignore[arg-type]
+    # The stand-in answers at once: seed the drain rate accordingly, so admission control
+    # lets the concurrent requests these tests send into the queue.
+    base: dict[str, object] = {"home": tmp_path, "engine_pairs_per_second": 100_000.0}
+    return Settings(**{**base, **over})  # type: ignore[arg-type]
 
 
 def test_healthz_answers_while_loading_and_readyz_turns_ready(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def _settings(tmp_path: Path, **over: object) -> Settings:
         "home": tmp_path,
         "rerank_top_k": 5,
         "engine_pairs_per_second": RATE,
+        "max_request_pairs": 12_000,  # the mechanics, at a budget these tables fit
         "inprocess_workers": 0,
     }
     return Settings(**{**base, **over})  # type: ignore[arg-type]
@@ -61,7 +62,7 @@ def _cost(settings: Settings, table: dict[str, Any]) -> int:
 # -- the estimate and the budget ----------------------------------------------------------------
 
 
-def test_estimate_counts_both_passes_and_the_default_budget_is_a_23_column_table() -> None:
+def test_estimate_counts_both_passes_and_the_default_budget_is_a_12_column_table() -> None:
     settings = Settings(rerank_top_k=20)
     six = Table.model_validate({**_table("six", 6), "target_columns": ["field 0", "field 1"]})
     # pass 1: 2 targets × 2·20 candidates × 2 directions; pass 2: 2 × 20 ADD × 5 other columns
@@ -69,9 +70,9 @@ def test_estimate_counts_both_passes_and_the_default_budget_is_a_23_column_table
     pipeline = Pipeline(settings, None, None, None, None)  # type: ignore[arg-type]
     assert pipeline.estimate_pairs(six) == 360
     defaults = Settings()
-    assert defaults.max_request_pairs == 12_000
-    at = Table.model_validate(_table("t23", 23))
-    over = Table.model_validate(_table("t24", 24))
+    assert defaults.max_request_pairs == 4_000
+    at = Table.model_validate(_table("t12", 12))
+    over = Table.model_validate(_table("t13", 13))
     assert (
         estimate_pairs(at, defaults) <= defaults.max_request_pairs < estimate_pairs(over, defaults)
     )
@@ -94,7 +95,7 @@ def test_a_table_over_the_budget_is_refused_before_the_engine(tmp_path: Path) ->
     problem = answer.json()
     assert problem["problem"] == "max_request_pairs"
     assert f"estimated {cost} judge pairs" in problem["message"]
-    assert "max_request_pairs = 12000" in problem["message"]
+    assert "max_request_pairs = 4000" in problem["message"]
     assert "POST /v1/jobs" in problem["message"]
     assert job.status_code == 202
     assert small.status_code == 200 and fake.calls == [("perturb_many", 1)]
@@ -102,8 +103,9 @@ def test_a_table_over_the_budget_is_refused_before_the_engine(tmp_path: Path) ->
 
 def test_target_columns_bring_a_wide_table_within_the_budget(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, inprocess_workers=0)
-    wide = {**_table("wide", 200), "target_columns": ["field 0"]}
-    assert _cost(settings, wide) <= settings.max_request_pairs
+    every = _table("wide", 100)
+    wide = {**every, "target_columns": ["field 0"]}
+    assert _cost(settings, wide) <= settings.max_request_pairs < _cost(settings, every)
     with running_app(settings, workers=0) as (client, fake):
         answer = client.post("/v1/perturb", json={"table": wide})
     assert answer.status_code == 200
@@ -311,10 +313,10 @@ def test_a_flood_gets_429_whose_retry_after_tracks_the_backlog_and_tells_the_tru
     assert all(a.json()["problem"] == "overloaded" for a in refused)
     assert all("max_queue_seconds = 3" in a.json()["message"] for a in refused)
     assert all(int(a.headers["Retry-After"]) >= 1 for a in refused)
-    # a bigger backlog, a longer Retry-After
+    # refused clients are promised successive slots, so their Retry-After values spread
+    waits = sorted(int(a.headers["Retry-After"]) for a in refused)
+    assert waits[-1] > waits[0]
     assert high.status_code == 429 and low_backlog < high_backlog
-    assert int(high.headers["Retry-After"]) > int(low.headers["Retry-After"]) >= 1
-    assert int(high.headers["Retry-After"]) >= 2
     # after waiting Retry-After, the retry is admitted (and answered)
     assert retried.status_code == 200 and retried.json()["table_id"] == "probe"
 
@@ -333,9 +335,15 @@ def test_retry_after_is_the_time_until_the_backlog_admits_the_request() -> None:
             batcher._admit(500)  # waits (4500 + 500) / 1000 = 5 s > 2 s
         assert refused.value.retry_after == 3  # 5 − 2 s: then the wait is 2 s
         assert "max_queue_seconds = 2" in str(refused.value)
+        batcher._promised_at = 0.0  # forget that promise: a fresh refusal
         with pytest.raises(Overloaded) as big:
             batcher._admit(10_000)
         assert big.value.retry_after == 5  # until the backlog is empty (4.5 s)
+        # the next refused client is promised the slot after that one: 4.5 + 10 s
+        with pytest.raises(Overloaded) as after_big:
+            batcher._admit(10_000)
+        assert after_big.value.retry_after == 15
+        batcher._promised_at = 0.0
         batcher._pending.append(_Request(("judge", ""), 10, loop.create_future()))
         with pytest.raises(Overloaded) as full:
             batcher._admit(1)  # the hard cap: queue_size = 2
