@@ -13,12 +13,15 @@ honours ``should_stop`` while it does (load and cancellation tests).
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal
 
+import httpx
+import uvicorn
 from fastapi.testclient import TestClient
 
 from cta.apply.sample import sample_perturbations
@@ -195,6 +198,41 @@ def running_app(
     with TestClient(app, raise_server_exceptions=False) as client:
         wait_until(lambda: client.get("/readyz").status_code == 200, what="readiness")
         yield client, fake
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def serving(settings: Settings, fake: FakePipeline) -> Iterator[tuple[str, Any]]:
+    """The app over ``fake`` on a real uvicorn server in a thread (keep-alive, disconnects:
+    what the in-process TestClient cannot show); yields its URL and the app once ready."""
+    from service.app import create_app
+
+    app = create_app(settings, lambda _: fake, inprocess_workers=0)  # type: ignore[arg-type,return-value]
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(ready, what="the server")
+    try:
+        yield url, app
+    finally:
+        server.should_exit = True
+        thread.join(10)
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:

@@ -3,24 +3,17 @@ bad bodies are refused before any route, and a 405 names every method of the pat
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
-from service_fakes import FakePipeline, wtq_like_table
+from service_fakes import FakePipeline, serving, wtq_like_table
 
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
 from cta.settings import Settings
 from cta.table import Table
 from cta.text import escape, find_bad_text, text_problem
-from service.app import create_app
 from service.client import Client
 
 
@@ -39,43 +32,10 @@ class FaultyPipeline(FakePipeline):
         return super().perturb_many(tables, options)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def _serving(home: Path) -> Iterator[str]:
-    settings = Settings(home=home, max_body_bytes=50_000)
-    fake = FaultyPipeline(settings)
-    app = create_app(settings, lambda _: fake, inprocess_workers=0)  # type: ignore[arg-type,return-value]
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(url + "/readyz").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError("server did not become ready")
-        time.sleep(0.05)
-    try:
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with _serving(tmp_path_factory.mktemp("guard")) as base:
+    settings = Settings(home=tmp_path_factory.mktemp("guard"), max_body_bytes=50_000)
+    with serving(settings, FaultyPipeline(settings)) as (base, _):
         yield base
 
 

@@ -9,24 +9,18 @@ would, and honours ``should_stop`` (see :mod:`service_fakes`).
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from service_fakes import FakePipeline, running_app, wait_until, wtq_like_table
+from service_fakes import FakePipeline, running_app, serving, wait_until, wtq_like_table
 
 from cta.pipeline import Cancelled, PerturbOptions, Pipeline, estimate_pairs
 from cta.settings import Settings
 from cta.table import Table
-from service.app import create_app
 from service.batching import Batcher, Overloaded, _Request
 from service.host import PipelineHost
 
@@ -116,44 +110,13 @@ def test_target_columns_bring_a_wide_table_within_the_budget(tmp_path: Path) -> 
 # -- cancellation -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def _serving(settings: Settings, fake: FakePipeline) -> Iterator[tuple[str, Any]]:
-    """The app on a real uvicorn server in a thread; yields its URL and the app."""
-    app = create_app(settings, lambda _: fake, inprocess_workers=0)  # type: ignore[arg-type,return-value]
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_until(ready, what="the server")
-    try:
-        yield url, app
-    finally:
-        server.should_exit = True
-        thread.join(10)
-
-
 def test_a_client_that_leaves_stops_its_running_engine_call(tmp_path: Path) -> None:
     settings = _settings(tmp_path)
     fake = FakePipeline(settings, pairs_per_second=RATE)
     big = _table("big", 40)
     seconds = _cost(settings, big) / RATE
     assert seconds > 8  # the work the client abandons
-    with _serving(settings, fake) as (url, app):
+    with serving(settings, fake) as (url, app):
         left = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(f"{url}/v1/perturb", json={"table": big}, timeout=0.5)
@@ -172,7 +135,7 @@ def test_a_queued_request_whose_client_left_never_reaches_the_engine(tmp_path: P
     settings = _settings(tmp_path)
     fake = FakePipeline(settings, pairs_per_second=RATE)
     running = _table("running", 20)  # 2.3 s of work
-    with _serving(settings, fake) as (url, app), ThreadPoolExecutor(1) as pool:
+    with serving(settings, fake) as (url, app), ThreadPoolExecutor(1) as pool:
         batcher = app.state.batcher
         first = pool.submit(httpx.post, f"{url}/v1/perturb", json={"table": running}, timeout=20)
         wait_until(lambda: len(fake.calls) == 1, what="the first call")
