@@ -503,6 +503,22 @@ class Pipeline:
             for e1, e2 in self.judge_model.score(pairs)
         ]
 
+    def equivalent(self, pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        """Is each (entity, name, other name) pair an RPL pair (both directions, RPL rule)?
+
+        The families' judge (:data:`cta.families.naming.EquivalenceJudge`): abbreviations are
+        kept only when this holds.
+        """
+        from cta.judge import JudgePair
+
+        judged = [
+            JudgePair.model_validate(
+                {"entity": entity, "target": {"name": a}, "candidate": {"name": b}}
+            )
+            for entity, a, b in pairs
+        ]
+        return [score.verdict == "RPL" for score in self.judge(judged)] if judged else []
+
 
 def _check_stop(should_stop: Callable[[], bool] | None) -> None:
     if should_stop is not None and should_stop():

@@ -172,7 +172,12 @@ def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:
     rpl = json.loads((out / "dev_rpl_s0.json").read_text())
     assert len(rpl) == 4  # the unbindable query is left out, listed in mappings.jsonl
     first = rpl[0]
-    assert set(first) == set(QUESTIONS[0])
+    assert set(first) == set(QUESTIONS[0]) | {"kind", "seed", "source_index"}
+    assert (first["kind"], first["seed"], first["source_index"]) == ("rpl", 0, 0)
+    assert [r["source_index"] for r in rpl] == [0, 1, 2, 3]  # dev:4 is the unbindable one
+    originals = json.loads((out / "dev_original.json").read_text())
+    assert [r["query"] for r in originals] == [q["query"] for q in QUESTIONS]
+    assert {r["kind"] for r in originals} == {"original"} and originals[2]["source_index"] == 2
     entry = next(e for e in entries if e["db_id"] == first["db_id"])
     names = [n for _, n in entry["column_names_original"]]
     assert "Name" not in names[1:5] and "Age" not in names[1:5]
@@ -229,7 +234,7 @@ def test_spider_output_is_reproducible_and_augment_triples(tmp_path: Path) -> No
     augmented = json.loads((outs[0] / "dev_augmented_s3.json").read_text())
     # every original, plus RPL and ADD of the 4 pairs whose SQL could be rewritten
     assert len(augmented) == 5 + 2 * 4
-    assert augmented[0] == QUESTIONS[0]
+    assert augmented[0] == {**QUESTIONS[0], "kind": "original", "seed": None, "source_index": 0}
     assert {augmented[1]["db_id"], augmented[2]["db_id"]} == {"music_rpl_s3_v0", "music_add_s3_v0"}
 
 

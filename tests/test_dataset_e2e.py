@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from test_dataset import QUESTIONS, TABLES
 
+from cta.cli.dataset import ALL_KINDS
+
 pytestmark = pytest.mark.slow
 
 
@@ -40,3 +42,34 @@ def test_spider_dataset_perturbed_by_the_pipeline_is_execution_equivalent(
     assert rpl[0]["query"] != QUESTIONS[0]["query"]  # gold SQL names the new columns
     add = json.loads((out / "dev_add_s0.json").read_text())
     assert add[0]["query"] == QUESTIONS[0]["query"]  # ADD keeps the gold SQL
+
+
+def test_every_kind_through_the_cli_with_the_real_tiny_pipeline(
+    tiny_env: dict[str, str], tmp_path: Path
+) -> None:
+    tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
+    tables.write_text(json.dumps(TABLES))
+    questions.write_text(json.dumps(QUESTIONS[:4]))
+    out = tmp_path / "out"
+    # RPL threshold 0: the tiny judge accepts every abbreviation and synonym it is asked about
+    env = {**tiny_env, "CTA_RPL_THRESHOLD": "0.0", "CTA_ADD_THRESHOLD": "1.0"}
+    cmd = [
+        sys.executable, "-m", "cta.cli.main", "dataset", "perturb", "--format", "spider",
+        "--tables", str(tables), "--questions", str(questions), "--out", str(out),
+        "--kind", "all", "--seeds", "1", "--verify",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((out / "verification.json").read_text())
+    assert report["equivalent_share"] == 1.0
+    assert set(report["by_kind"]) == set(ALL_KINDS)
+    mappings = [json.loads(x) for x in (out / "mappings.jsonl").read_text().splitlines()]
+    applied = {m["kind"] for m in mappings if m.get("operation")}
+    # the families the tiny schema allows; the rest say why not, item by item
+    assert {"shuffle", "opaque-keys", "abbreviation", "table-rename"} <= applied
+    for m in mappings:
+        if m["kind"] not in ("rpl", "add"):
+            assert bool(m["operation"]) != bool(m["unchanged"]), m
+    for kind in ALL_KINDS:
+        records = json.loads((out / f"dev_{kind}_s0.json").read_text())
+        assert records and {r["kind"] for r in records} == {kind}

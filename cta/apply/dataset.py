@@ -23,13 +23,15 @@ The protocol core is format-neutral (:func:`run_protocol` over :class:`SqlExampl
 
 from __future__ import annotations
 
+import re
 import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -47,6 +49,7 @@ from cta.apply.database import (
     sqlite_fold,
     synthesise_rows,
 )
+from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
 from cta.apply.sample import ValueMode, sample_perturbations
 from cta.apply.verify import (
@@ -57,6 +60,9 @@ from cta.apply.verify import (
     execute,
     has_top_level_order,
 )
+from cta.families import entry_of, make_families, materialise_edit
+from cta.families.naming import EquivalenceJudge
+from cta.families.run import FamilyDatabase, FamilyResult, run_families
 from cta.results import Kind, PerturbationResult, PerturbedTable
 from cta.table import ColumnType, InvalidTableError, Table
 
@@ -87,15 +93,6 @@ Proposer = Callable[[Sequence[Table]], list[PerturbationResult]]
 """Judged candidates for tables (the CTA pipeline's ``perturb_many``, or a stand-in)."""
 
 
-@dataclass(frozen=True)
-class SqlExample:
-    """One NL–SQL pair: an id, its database and its gold SQL."""
-
-    id: str
-    db_id: str
-    sql: str
-
-
 @dataclass
 class Database:
     """A database of the dataset: schema, natural tables aligned with it, optional file."""
@@ -113,35 +110,13 @@ class Database:
             )
 
 
-class PerturbedExample(BaseModel):
-    """One example under one perturbation: the rewritten SQL and the mapping applied."""
-
-    id: str
-    kind: Kind
-    seed: int
-    db_id: str
-    perturbed_db_id: str
-    sql: str | None = Field(description="Rewritten gold SQL; None when it could not be")
-    problem: str | None = Field(default=None, description="Why the SQL was not rewritten")
-    mapping: dict[str, dict[str, str]] = Field(
-        default_factory=dict,
-        description="Per table: RPL old → new name, ADD target → added name (natural names)",
-    )
-    sql_mapping: dict[str, dict[str, str]] = Field(
-        default_factory=dict, description="The same mapping between SQL identifiers"
-    )
-    unperturbed: dict[str, dict[str, str]] = Field(
-        default_factory=dict, description="Per table: mentioned columns left as they were → why"
-    )
-
-
 @dataclass
 class Variant:
     """A perturbed database: which database, kind and seed, and how it differs."""
 
     db_id: str
     source: str
-    kind: Kind
+    kind: str
     seed: int
     perturbation: SchemaPerturbation
     schema: SqlSchema
@@ -294,7 +269,9 @@ def run_protocol(
         source_table = databases[db_id].tables[t]
         natural = [source_table.column(i).name for i in identifiers]
         requests.append(source_table.model_copy(update={"target_columns": natural}))
-    results = proposer(requests) if requests else []
+    results = proposer(requests) if requests and kinds else []
+    if not kinds:
+        requests, targets = [], {}
     if len(results) != len(requests):
         raise ValueError(f"proposer returned {len(results)} results for {len(requests)} tables")
     result_of = dict(zip(targets, results, strict=True))
@@ -448,7 +425,7 @@ class VerificationRecord(BaseModel):
     """The execution check of one example under one perturbation."""
 
     id: str
-    kind: Kind
+    kind: str
     seed: int
     db_id: str
     perturbed_db_id: str
@@ -629,7 +606,7 @@ def _question_files(
     name: str,
     examples: Sequence[SqlExample],
     result: ProtocolResult,
-    kinds: Sequence[Kind],
+    kinds: Sequence[str],
     seeds: Sequence[int],
     augment: bool,
     original: Callable[[SqlExample], dict[str, Any]],
@@ -667,7 +644,7 @@ def perturb_spider(
     dataset: Any,
     proposer: Proposer,
     out_dir: str | Path,
-    kinds: Sequence[Kind] = ("rpl", "add"),
+    kinds: Sequence[str] = ("rpl", "add"),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     *,
     augment: bool = False,
@@ -675,25 +652,31 @@ def perturb_spider(
     values: ValueMode = "generate",
     synthesis_seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    judge: EquivalenceJudge | None = None,
 ) -> DatasetRun:
-    """The ADVETA protocol over a :class:`~cta.formats.spider.SpiderDataset`, into ``out_dir``.
+    """The ADVETA protocol and the other families over a Spider dataset, into ``out_dir``.
 
-    Writes ``tables.json`` (original and perturbed entries), ``database/<db_id>/…sqlite``
-    (originals copied or synthesised, perturbed ones materialised), per kind and seed
+    ``kinds``: ``rpl``/``add`` (CTA) and any family of :mod:`cta.families` (``judge`` is the
+    judge's equivalence rule, needed by ``abbreviation``). Writes ``tables.json`` (original
+    and perturbed entries), ``database/<db_id>/…sqlite`` (originals copied or synthesised,
+    perturbed ones materialised — data migrated), per kind and seed
     ``<name>_<kind>_s<seed>.json`` (with ``augment``: ``<name>_augmented_s<seed>.json`` —
-    original, RPL and ADD record per pair), ``mappings.jsonl`` (every example × kind ×
-    seed: mapping, rewritten SQL or problem) and, with ``check_execution``,
-    ``verification.json``. Examples whose SQL could not be rewritten are left out of the
-    question files and listed in ``mappings.jsonl``.
+    original, RPL and ADD record per pair), ``<name>_original.json`` (the input questions),
+    ``mappings.jsonl`` (every example × kind × seed: mapping or operation, rewritten SQL,
+    problem or why it is unchanged) and, with ``check_execution``, ``verification.json``.
+    Examples whose SQL could not be rewritten are left out of the CTA question files and
+    listed in ``mappings.jsonl``; a family keeps them with their original SQL.
     """
-    from cta.formats.spider import perturbed_record, write_json
+    from cta.formats.spider import write_json
 
     say = progress or (lambda _: None)
     out = Path(out_dir)
     seconds: dict[str, float] = {}
+    cta_kinds = [cast(Kind, k) for k in kinds if k in ("rpl", "add")]
+    family_kinds = [k for k in kinds if k not in ("rpl", "add")]
     examples, databases = spider_inputs(dataset)
     say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
-    result = run_protocol(examples, databases, proposer, kinds, seeds, values)
+    result = run_protocol(examples, databases, proposer, cta_kinds, seeds, values)
     seconds["protocol"] = round(result.seconds, 3)
 
     t0 = time.perf_counter()
@@ -701,29 +684,53 @@ def perturb_spider(
     paths = materialise(result, databases, out / "database", examples, synthesis_seed, values)
     seconds["databases"] = round(time.perf_counter() - t0, 3)
 
-    t0 = time.perf_counter()
-    variant_entries, index_maps = _perturbed_entries(dataset.schemas, result)
-    entries = [dataset.schemas[d] for d in databases] + variant_entries
-    files = ["tables.json"]
-    write_json(out / "tables.json", entries)
     record_of = {ex.id: dataset.records[i] for i, ex in enumerate(examples)}
-
-    def perturbed(pe: PerturbedExample) -> dict[str, Any]:
-        assert pe.sql is not None
-        return perturbed_record(
-            record_of[pe.id], pe.perturbed_db_id, pe.sql, index_maps.get(pe.perturbed_db_id)
+    records = _SpiderRecords(record_of, {ex.id: i for i, ex in enumerate(examples)})
+    records.add_protocol(dataset.schemas, result)
+    if family_kinds:
+        t0 = time.perf_counter()
+        families = _run_family_kinds(
+            family_kinds,
+            examples,
+            databases,
+            dataset.schemas,
+            paths,
+            result,
+            proposer,
+            judge,
+            seeds,
+            {i: _question_text(r) for i, r in record_of.items()},
+        )
+        say(f"families: {len(families.variants)} databases edited")
+        for variant in families.variants.values():
+            target = out / "database" / variant.db_id / f"{variant.db_id}.sqlite"
+            materialise_edit(
+                paths[variant.source],
+                target,
+                variant.edit,
+                databases[variant.source].schema,
+                seed=variant.seed,
+                values=values,
+            )
+            paths[variant.db_id] = target
+        seconds["families"] = round(time.perf_counter() - t0, 3)
+        records.add_families(dataset.schemas, families)
+        result = ProtocolResult(
+            result.examples + families.examples, result.variants, result.bound, result.seconds
         )
 
+    t0 = time.perf_counter()
+    entries = [dataset.schemas[d] for d in databases] + records.entries
+    files = ["tables.json"]
+    write_json(out / "tables.json", entries)
+
+    def original(ex: SqlExample) -> dict[str, Any]:
+        return tagged(record_of[ex.id], "original", None, records.index_of[ex.id])
+
     questions = _question_files(
-        dataset.name,
-        examples,
-        result,
-        kinds,
-        seeds,
-        augment,
-        lambda ex: record_of[ex.id],
-        perturbed,
+        dataset.name, examples, result, kinds, seeds, augment, original, records.perturbed
     )
+    questions[f"{dataset.name}_original"] = [original(ex) for ex in examples]
     for stem, rows in questions.items():
         write_json(out / f"{stem}.json", rows)
         files.append(f"{stem}.json")
@@ -736,6 +743,110 @@ def perturb_spider(
         say(f"verify: {len(result.examples)} checks")
         verification = _verify_into(out, result, examples, paths, seconds, files)
     return _run_summary(out, len(examples), result, files, seconds, verification)
+
+
+class _SpiderRecords:
+    """Perturbed Spider entries and question records, for CTA variants and family edits."""
+
+    def __init__(self, record_of: Mapping[str, Mapping[str, Any]], index_of: Mapping[str, int]):
+        self.record_of = record_of
+        self.index_of = index_of
+        self.entries: list[dict[str, Any]] = []
+        self.index_maps: dict[str, dict[int, int]] = {}
+        self.table_maps: dict[str, dict[int, int]] = {}
+        self.drops_parsed: set[str] = set()
+
+    def add_protocol(
+        self, schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
+    ) -> None:
+        entries, index_maps = _perturbed_entries(schemas, result)
+        self.entries += entries
+        self.index_maps.update(index_maps)
+
+    def add_families(self, schemas: Mapping[str, Mapping[str, Any]], result: FamilyResult) -> None:
+        for variant in result.variants.values():
+            entry, index_map, table_map = entry_of(
+                schemas[variant.source], variant.db_id, variant.edit
+            )
+            self.entries.append(entry)
+            self.index_maps[variant.db_id] = index_map
+            self.table_maps[variant.db_id] = table_map
+            if not variant.edit.keeps_parsed_sql:
+                self.drops_parsed.add(variant.db_id)
+
+    def perturbed(self, pe: PerturbedExample) -> dict[str, Any]:
+        """The question record of one perturbed item, tagged with kind, seed and source."""
+        from cta.formats.spider import perturbed_record, remap_tables
+
+        assert pe.sql is not None
+        target = pe.perturbed_db_id
+        record = perturbed_record(
+            self.record_of[pe.id], target, pe.sql, self.index_maps.get(target)
+        )
+        if target in self.table_maps and isinstance(record.get("sql"), dict):
+            record["sql"] = remap_tables(record["sql"], self.table_maps[target])
+        if target in self.drops_parsed:
+            record.pop("sql", None)  # Spider's parsed form cannot follow this edit
+        if pe.question is not None:
+            _set_question(record, pe.question)
+        return tagged(record, pe.kind, pe.seed, self.index_of[pe.id])
+
+
+_QUESTION_KEYS = ("question", "SpiderQuestion", "SpiderSynQuestion")
+"""Where a Spider record holds its question: Spider's key, then Spider-Syn's original one
+(its hand-written synonym version last)."""
+
+
+def _question_text(record: Mapping[str, Any]) -> str:
+    for key in _QUESTION_KEYS:
+        if isinstance(record.get(key), str):
+            return str(record[key])
+    return ""
+
+
+def _set_question(record: dict[str, Any], question: str) -> None:
+    """Put a rewritten question where :func:`_question_text` read it (tokens too)."""
+    for key in _QUESTION_KEYS:
+        if isinstance(record.get(key), str):
+            record[key] = question
+            break
+    if "question_toks" in record:
+        record["question_toks"] = re.findall(r"\w+|[^\w\s]", question)
+
+
+def _run_family_kinds(
+    kinds: Sequence[str],
+    examples: Sequence[SqlExample],
+    databases: Mapping[str, Database],
+    entries: Mapping[str, Mapping[str, Any]],
+    paths: Mapping[str, Path],
+    result: ProtocolResult,
+    proposer: Proposer,
+    judge: EquivalenceJudge | None,
+    seeds: Sequence[int],
+    questions: Mapping[str, str],
+) -> FamilyResult:
+    """The families of ``kinds`` over the examples, planned on the written originals."""
+    if "abbreviation" in kinds and judge is None:
+        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
+
+    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        raise InvalidTableError("missing_judge", "this family needs the judge")
+
+    families = make_families(kinds, proposer, judge or no_judge)
+    dbs = {
+        db_id: FamilyDatabase(db_id, db.schema, db.tables, entries.get(db_id), paths.get(db_id))
+        for db_id, db in databases.items()
+    }
+    return run_families(examples, dbs, result.bound, families, seeds, questions)
+
+
+def tagged(
+    record: Mapping[str, Any], kind: str, seed: int | None, source_index: int
+) -> dict[str, Any]:
+    """A question record with where it comes from: ``kind`` (``original`` for the input),
+    ``seed`` (None for the input) and ``source_index`` (its position in the input file)."""
+    return {**record, "kind": kind, "seed": seed, "source_index": source_index}
 
 
 def _perturbed_entries(
@@ -780,16 +891,19 @@ def perturb_spider_database(
     entry: Mapping[str, Any],
     records: Sequence[Mapping[str, Any]],
     proposer: Proposer,
-    kinds: Sequence[Kind] = ("rpl", "add"),
+    kinds: Sequence[str] = ("rpl", "add"),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     values: ValueMode = "generate",
+    judge: EquivalenceJudge | None = None,
 ) -> SpiderDatabaseResult:
-    """The protocol over one Spider database entry and its question records (each needs a
-    string ``query``); example ids are ``<db_id>:<position in records>``.
+    """The protocol (and the families of ``kinds``) over one Spider database entry and its
+    question records (each needs a string ``query``); example ids are
+    ``<db_id>:<position in records>``. Families that read cells plan on a database
+    synthesised the way the CLI synthesises one (in a temporary folder).
 
     Raises :class:`~cta.table.InvalidTableError` for an entry or record that cannot be read.
     """
-    from cta.formats.spider import natural_tables, perturbed_record, spider_schema
+    from cta.formats.spider import natural_tables, spider_schema
 
     db_id = entry.get("db_id")
     if not isinstance(db_id, str) or not db_id:
@@ -804,21 +918,38 @@ def perturb_spider_database(
         SqlExample(id=f"{db_id}:{i}", db_id=db_id, sql=str(r["query"]))
         for i, r in enumerate(records)
     ]
-    result = run_protocol(examples, {db_id: database}, proposer, kinds, seeds, values)
-    tables, index_maps = _perturbed_entries({db_id: entry}, result)
+    cta_kinds = [cast(Kind, k) for k in kinds if k in ("rpl", "add")]
+    family_kinds = [k for k in kinds if k not in ("rpl", "add")]
+    result = run_protocol(examples, {db_id: database}, proposer, cta_kinds, seeds, values)
     record_of = {ex.id: records[i] for i, ex in enumerate(examples)}
+    builder = _SpiderRecords(record_of, {ex.id: i for i, ex in enumerate(examples)})
+    builder.add_protocol({db_id: entry}, result)
+    if family_kinds:
+        with tempfile.TemporaryDirectory(prefix="cta-families-") as tmp:
+            bare = ProtocolResult([], {}, result.bound)
+            paths = materialise(bare, {db_id: database}, tmp, examples)
+            families = _run_family_kinds(
+                family_kinds,
+                examples,
+                {db_id: database},
+                {db_id: entry},
+                paths,
+                result,
+                proposer,
+                judge,
+                seeds,
+                {i: _question_text(r) for i, r in record_of.items()},
+            )
+        builder.add_families({db_id: entry}, families)
+        result = ProtocolResult(result.examples + families.examples, result.variants, result.bound)
     questions: dict[str, list[dict[str, Any]]] = {
         f"{kind}_s{seed}": [] for kind in kinds for seed in seeds
     }
     for pe in result.examples:
         if pe.sql is not None:
-            questions[f"{pe.kind}_s{pe.seed}"].append(
-                perturbed_record(
-                    record_of[pe.id], pe.perturbed_db_id, pe.sql, index_maps.get(pe.perturbed_db_id)
-                )
-            )
+            questions[f"{pe.kind}_s{pe.seed}"].append(builder.perturbed(pe))
     return SpiderDatabaseResult(
-        db_id=db_id, tables=tables, questions=questions, mappings=result.examples
+        db_id=db_id, tables=builder.entries, questions=questions, mappings=result.examples
     )
 
 
@@ -1004,7 +1135,7 @@ class WtqMapping(BaseModel):
     """One table under one perturbation (WTQ has no SQL: every column is a target)."""
 
     context: str
-    kind: Kind
+    kind: str
     seed: int
     perturbed_context: str
     mapping: dict[str, str]
@@ -1110,7 +1241,7 @@ def perturb_dataset(
     questions: str | Path | None,
     out_dir: str | Path,
     proposer: Proposer,
-    kinds: Sequence[Kind] = ("rpl", "add"),
+    kinds: Sequence[str] = ("rpl", "add"),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     *,
     db_dir: str | Path | None = None,
@@ -1119,6 +1250,7 @@ def perturb_dataset(
     values: ValueMode = "generate",
     synthesis_seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    judge: EquivalenceJudge | None = None,
 ) -> DatasetRun:
     """Load a dataset of format ``fmt`` and run its driver — the one entry point of the CLI
     (``cta dataset perturb``) and of the service's dataset jobs.
@@ -1143,7 +1275,14 @@ def perturb_dataset(
             values=values,
             synthesis_seed=synthesis_seed,
             progress=progress,
+            judge=judge,
         )
+    families = [k for k in kinds if k not in ("rpl", "add")]
+    if families:
+        raise InvalidTableError(
+            "unsupported_kind", f"kind {families[0]!r}: the families need the Spider format"
+        )
+    cta_kinds = [cast(Kind, k) for k in kinds]
     if fmt == "wikisql":
         from cta.formats.wikisql import load_wikisql
 
@@ -1154,7 +1293,7 @@ def perturb_dataset(
             wikisql,
             proposer,
             out_dir,
-            kinds,
+            cta_kinds,
             seeds,
             augment=augment,
             check_execution=check_execution,
@@ -1169,7 +1308,7 @@ def perturb_dataset(
             wtq,
             proposer,
             out_dir,
-            kinds,
+            cta_kinds,
             seeds,
             augment=augment,
             values=values,

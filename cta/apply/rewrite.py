@@ -146,10 +146,12 @@ class _Binder:
         schema: SqlSchema,
         new_schema: SqlSchema | None = None,
         column_map: Mapping[ColumnRef, str] | None = None,
+        table_map: Mapping[str, str] | None = None,
     ) -> None:
         self.sql = sql
         self.schema = schema
         self.new_schema = new_schema or schema
+        self.table_map = {sqlite_fold(t): n for t, n in (table_map or {}).items()}
         self.column_map = {
             (sqlite_fold(r.table), sqlite_fold(r.column)): n for r, n in (column_map or {}).items()
         }
@@ -174,6 +176,10 @@ class _Binder:
 
     def new_name(self, ref: ColumnRef) -> str:
         return self.column_map.get((sqlite_fold(ref.table), sqlite_fold(ref.column)), ref.column)
+
+    def new_table(self, table: SqlTable) -> SqlTable | None:
+        """The table ``table`` became in the new schema (renamed or not), if any."""
+        return self.new_schema.find(self.table_map.get(sqlite_fold(table.name), table.name))
 
     def _select_info(self, scope: Scope) -> _SelectInfo:
         select = scope.expression
@@ -285,7 +291,7 @@ class _Binder:
     def _find(self, source: _Source, name: str, new: bool = False) -> _Exposed | None:
         key = sqlite_fold(name)
         if source.table is not None and new:
-            table = self.new_schema.find(source.table.name)
+            table = self.new_table(source.table)
             if table is not None and table.find(name) is not None:
                 return _Exposed(name, None, name)
             return None
@@ -490,20 +496,67 @@ def rewrite_query(
     schema: SqlSchema,
     new_schema: SqlSchema,
     column_map: Mapping[ColumnRef, str],
+    *,
+    table_map: Mapping[str, str] | None = None,
+    expressions: Mapping[ColumnRef, str] | None = None,
 ) -> str:
     """``sql`` rewritten from ``schema`` to ``new_schema`` (see the module docstring).
 
     ``column_map`` maps original columns to their identifiers in ``new_schema`` (columns
     absent keep their name); columns of ``new_schema`` that no original column maps to are
-    added ones. Raises :class:`SqlRewriteError` naming what could not be rewritten.
+    added ones. ``table_map`` renames tables (old identifier → new). ``expressions`` replaces
+    an original column by an SQL expression over its (new) table's columns, ``{t}`` standing
+    where the table's qualifier goes (``{t}first_name || ' ' || {t}last_name``): every
+    reference becomes the parenthesised expression, qualified as the reference was. Raises
+    :class:`SqlRewriteError` naming what could not be rewritten.
     """
-    binder = _Binder(sql, schema, new_schema, column_map)
+    binder = _Binder(sql, schema, new_schema, column_map, table_map)
+    exprs = {
+        (sqlite_fold(r.table), sqlite_fold(r.column)): t for r, t in (expressions or {}).items()
+    }
     edits: dict[tuple[int, int], str] = {}
+    _table_edits(binder, edits)
 
     for column in binder._columns():
         b = binder.bindings[id(column)]
         start, end = binder.span(column.this)
         scope = binder._scope(column)
+        template = (
+            exprs.get((sqlite_fold(b.ref.table), sqlite_fold(b.ref.column)))
+            if b.kind == "base" and b.ref is not None
+            else None
+        )
+        if template is not None:
+            assert b.source is not None
+            if isinstance(scope.expression, exp.SetOperation):
+                # an ORDER BY term of a compound SELECT names a result column, and the
+                # SELECTs keep that name (``AS``, below): the term stays a bare name
+                if column.table:
+                    edits.pop(binder.span(column.args["table"]), None)
+                    start = binder.span(column.args["table"])[0]
+                edits[(start, end)] = quote_identifier(column.name)
+                continue
+            if column.table:
+                qualifier_node = column.args["table"]
+                qualifier = binder.table_map.get(sqlite_fold(column.table), column.table)
+                if sqlite_fold(b.source.name) != sqlite_fold(
+                    b.source.table.name if b.source.table else ""
+                ):
+                    qualifier = column.table
+                edits.pop(binder.span(qualifier_node), None)
+                start = binder.span(qualifier_node)[0]
+            else:
+                many = len(binder.selects[id(b.scope)].sources) > 1 if b.scope is not None else True
+                qualifier = ""
+                if many or b.scope is not scope:
+                    if not b.source.name:
+                        raise SqlRewriteError("unsupported", f"{column.name!r} has no qualifier")
+                    qualifier = binder.table_map.get(sqlite_fold(b.source.name), b.source.name)
+            text = _substituted(template, qualifier)
+            if _projected_in_derived(binder, scope, column):
+                text = f"{text} AS {quote_identifier(column.name)}"
+            edits[(start, end)] = text
+            continue
         if b.kind in ("base", "derived"):
             renamed = sqlite_fold(b.new_name) != sqlite_fold(b.name)
             text = quote_identifier(b.new_name) if renamed else sql[start:end]
@@ -529,16 +582,33 @@ def rewrite_query(
         elif b.kind == "literal" and _visible_in_new(binder, scope, column.name):
             edits[(start, end)] = "'" + column.name.replace("'", "''") + "'"
 
-    _check_joins(binder)
-    for star, covered, qualify in _stars(binder):
-        if any(_grows(binder, s) for s in covered):
+    _check_joins(binder, exprs)
+    for star, covered, qualify, star_scope in _stars(binder):
+        if any(_grows(binder, s, expressions or {}) for s in covered):
             items = []
             for source in covered:
                 if qualify and not source.name:
                     raise SqlRewriteError("unsupported", "star over an unnamed subquery")
+                qualifier = source.name
+                if source.table is not None and sqlite_fold(source.name) == sqlite_fold(
+                    source.table.name
+                ):
+                    qualifier = binder.table_map.get(sqlite_fold(source.name), source.name)
                 for exposed in binder.source_columns(source):
+                    ref = exposed.ref
+                    template = (
+                        exprs.get((sqlite_fold(ref.table), sqlite_fold(ref.column)))
+                        if ref is not None and source.table is not None
+                        else None
+                    )
+                    if template is not None:
+                        text = _substituted(template, qualifier if qualify else "")
+                        if _names_read(binder, star_scope):
+                            text = f"{text} AS {quote_identifier(exposed.name)}"
+                        items.append(text)
+                        continue
                     name = quote_identifier(exposed.new_name)
-                    items.append(f"{quote_identifier(source.name)}.{name}" if qualify else name)
+                    items.append(f"{quote_identifier(qualifier)}.{name}" if qualify else name)
             edits[star] = ", ".join(items)
 
     out = []
@@ -551,6 +621,21 @@ def rewrite_query(
         last = end
     out.append(sql[last:])
     return "".join(out)
+
+
+def _projected_in_derived(binder: _Binder, scope: Scope, column: exp.Column) -> bool:
+    """Is ``column`` a bare result column of a SELECT whose names something reads (not the
+    outermost query)? Such a projection keeps its name with ``AS`` when it becomes an
+    expression."""
+    if not isinstance(column.parent, exp.Select) or column not in column.parent.expressions:
+        return False
+    return _names_read(binder, scope)
+
+
+def _names_read(binder: _Binder, scope: Scope) -> bool:
+    """Can something read the result column names of ``scope``'s SELECT (is it a subquery,
+    a derived table, a CTE or a SELECT of a compound)?"""
+    return _outer(scope) is not None or scope.expression is not binder.tree
 
 
 def _visible_in_new(binder: _Binder, scope: Scope, name: str, stop_at_first: bool = False) -> bool:
@@ -588,28 +673,78 @@ def _captured(binder: _Binder, scope: Scope, column: exp.Column, b: _Binding) ->
     return True
 
 
-def _grows(binder: _Binder, source: _Source) -> bool:
+def _grows(binder: _Binder, source: _Source, expressions: Mapping[ColumnRef, str]) -> bool:
+    """Would a star over ``source`` now yield other columns, or in another order?"""
     if source.table is None:
         return False
-    new = binder.new_schema.find(source.table.name)
-    return new is not None and len(new.columns) != len(source.table.columns)
+    new = binder.new_table(source.table)
+    if new is None:
+        return True
+    carried = [sqlite_fold(e.new_name) for e in binder.source_columns(source)]
+    if carried != [sqlite_fold(c.name) for c in new.columns]:
+        return True
+    return any(ColumnRef(source.table.name, c.name) in expressions for c in source.table.columns)
 
 
-def _stars(binder: _Binder) -> Iterator[tuple[tuple[int, int], list[_Source], bool]]:
-    """Every projection star: its span, the FROM items it covers, whether to qualify."""
+def _substituted(template: str, qualifier: str) -> str:
+    """An expression template (``{t}`` where a qualifier goes) with ``qualifier`` in place."""
+    return (
+        "(" + template.replace("{t}", f"{quote_identifier(qualifier)}." if qualifier else "") + ")"
+    )
+
+
+def _table_edits(binder: _Binder, edits: dict[tuple[int, int], str]) -> None:
+    """Renamed tables: their FROM items, and qualifiers that name them (not aliases)."""
+    if not binder.table_map:
+        return
+    cte_names = {sqlite_fold(c.alias) for c in binder.tree.find_all(exp.CTE)}
+    for node in binder.tree.find_all(exp.Table):
+        key = sqlite_fold(node.name)
+        if key not in binder.table_map or binder.schema.find(node.name) is None:
+            continue
+        if key in cte_names:
+            raise SqlRewriteError("unsupported", f"a CTE is named like table {node.name!r}")
+        edits[binder.span(node.this)] = quote_identifier(binder.table_map[key])
+    for info in binder.selects.values():
+        names = [sqlite_fold(s.name) for s in info.sources]
+        for source in info.sources:
+            if source.table is None or sqlite_fold(source.name) != sqlite_fold(source.table.name):
+                continue
+            new = binder.table_map.get(sqlite_fold(source.name))
+            if new is not None and sqlite_fold(new) in names:
+                raise SqlRewriteError("unsupported", f"{new!r} already names a FROM item")
+    for column in binder.tree.find_all(exp.Column):
+        qualifier = column.args.get("table")
+        if not column.table or qualifier is None:
+            continue
+        try:
+            _, source = binder._qualifier(binder._scope(column), column.table)
+        except SqlRewriteError:
+            continue
+        if source.table is None or sqlite_fold(source.name) != sqlite_fold(source.table.name):
+            continue  # an alias: stays
+        new = binder.table_map.get(sqlite_fold(source.table.name))
+        if new is not None:
+            edits[binder.span(qualifier)] = quote_identifier(new)
+
+
+def _stars(binder: _Binder) -> Iterator[tuple[tuple[int, int], list[_Source], bool, Scope]]:
+    """Every projection star: its span, the FROM items it covers, whether to qualify, and
+    the scope of its SELECT."""
     for scope in binder.select_scopes:
         info = binder.selects[id(scope)]
         for proj in scope.expression.expressions:
             if isinstance(proj, exp.Star):
-                yield binder.span(proj), info.sources, len(info.sources) > 1
+                yield binder.span(proj), info.sources, len(info.sources) > 1, scope
             elif isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star):
                 _, source = binder._qualifier(scope, proj.table)
                 start = binder.span(proj.args["table"])[0]
-                yield (start, binder.span(proj.this)[1]), [source], True
+                yield (start, binder.span(proj.this)[1]), [source], True, scope
 
 
-def _check_joins(binder: _Binder) -> None:
-    """USING and NATURAL joins match columns by name: refuse when a name they use changes."""
+def _check_joins(binder: _Binder, exprs: Mapping[tuple[str, str], str]) -> None:
+    """USING and NATURAL joins match columns by name: refuse when a name they use changes
+    (or the column becomes an expression)."""
     for info in binder.selects.values():
         if not (info.using or info.natural):
             continue
@@ -617,10 +752,13 @@ def _check_joins(binder: _Binder) -> None:
             if source.table is None:
                 continue
             for exposed in binder.source_columns(source):
-                changed = sqlite_fold(exposed.new_name) != sqlite_fold(exposed.name)
+                changed = sqlite_fold(exposed.new_name) != sqlite_fold(exposed.name) or (
+                    exposed.ref is not None
+                    and (sqlite_fold(exposed.ref.table), sqlite_fold(exposed.ref.column)) in exprs
+                )
                 if changed and (info.natural or sqlite_fold(exposed.name) in info.using):
                     raise SqlRewriteError(
                         "unsupported", f"join matches columns by name and {exposed.name!r} changes"
                     )
-            if info.natural and _grows(binder, source):
+            if info.natural and _grows(binder, source, {}):
                 raise SqlRewriteError("unsupported", "NATURAL JOIN over a table that gains columns")

@@ -13,9 +13,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from cta.results import Kind
+from cta.families.base import FAMILY_KINDS
 from cta.table import InvalidTableError
 
 
@@ -36,7 +36,12 @@ def register(sub: Any) -> None:
         "--db-dir", help="Spider database folder (<db_id>/<db_id>.sqlite); else synthesised"
     )
     run.add_argument("--out", required=True, help="output folder")
-    run.add_argument("--kind", default="rpl,add", help="rpl, add or rpl,add (default)")
+    run.add_argument(
+        "--kind",
+        default="rpl,add",
+        help="comma-separated kinds: rpl, add (default rpl,add), a family of cta.families "
+        f"({', '.join(FAMILY_KINDS)}; Spider only) or all",
+    )
     run.add_argument("--seeds", type=int, default=5, help="seeds 0…N-1 (default 5)")
     run.add_argument("--augment", action="store_true", help="original + RPL + ADD per pair")
     run.add_argument("--verify", action="store_true", help="execute and compare every query")
@@ -51,14 +56,22 @@ def register(sub: Any) -> None:
     run.set_defaults(func=_run)
 
 
-def _kinds(text: str) -> list[Kind]:
-    kinds: list[Kind] = []
+ALL_KINDS: tuple[str, ...] = ("rpl", "add", *FAMILY_KINDS)
+
+
+def _kinds(text: str) -> list[str]:
+    kinds: list[str] = []
     for part in text.split(","):
         part = part.strip().lower()
-        if part not in ("rpl", "add"):
-            raise InvalidTableError("unknown_kind", f"--kind: {part!r} is not rpl or add")
-        if part not in kinds:
-            kinds.append(cast(Kind, part))
+        names = ALL_KINDS if part == "all" else (part,)
+        for name in names:
+            if name not in ALL_KINDS:
+                raise InvalidTableError(
+                    "unknown_kind",
+                    f"--kind: {name!r} is not one of {', '.join(ALL_KINDS)} or all",
+                )
+            if name not in kinds:
+                kinds.append(name)
     return kinds
 
 
@@ -66,6 +79,11 @@ def check_inputs(args: argparse.Namespace) -> None:
     """Raise :class:`InvalidTableError` for a missing input before any model is loaded."""
     from cta.cli._io import check_input_path
 
+    families = [k for k in _kinds(args.kind) if k in FAMILY_KINDS]
+    if families and args.format != "spider":
+        raise InvalidTableError(
+            "unsupported_kind", f"--kind {families[0]}: the families need --format spider"
+        )
     if args.format in ("spider", "wikisql") and args.questions is None:
         raise InvalidTableError(
             "missing_questions", f"--format {args.format} needs --questions (the question file)"
@@ -113,6 +131,7 @@ def _run(args: argparse.Namespace) -> int:
             values=args.values,
             synthesis_seed=args.synthesis_seed,
             progress=lambda m: print(f"cta dataset: {m}", file=sys.stderr, flush=True),
+            judge=pipeline.equivalent,
         )
     except InvalidTableError as exc:
         return error(f"dataset perturb: invalid input: {exc.message} ({exc.problem})")

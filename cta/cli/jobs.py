@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from cta.cli.dataset import ALL_KINDS
 from cta.settings import Settings, get_settings
 
 _TABLE_FILES = (".csv", ".json", ".jsonl")
@@ -39,7 +40,11 @@ def register(sub: Any) -> None:
         help="with a Spider tables.json: its question file (dev.json …) — a dataset job running "
         "the ADVETA protocol, one item per database",
     )
-    s.add_argument("--kind", default="rpl,add", help="dataset jobs: rpl, add or rpl,add")
+    s.add_argument(
+        "--kind",
+        default="rpl,add",
+        help="dataset jobs: comma-separated rpl, add and families (as `cta dataset perturb`), or all",
+    )
     s.add_argument("--seeds", type=int, default=5, help="dataset jobs: seeds 0 … N-1")
     s.add_argument("--output", "-o", type=Path, help="results as JSON lines (default: stdout)")
     s.add_argument("--seed", type=int, default=0)
@@ -186,7 +191,7 @@ def _submit(args: argparse.Namespace) -> int:
             return error(f"{args.questions}: {exc} (invalid_json)")
     with _client(args, settings) as client:
         if questions is not None:
-            kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
+            kinds = _dataset_kinds(args.kind)
             job = client.submit_dataset(payload, questions, kinds, list(range(args.seeds)), options)
         elif kind == "spider":
             job = client.submit_spider(payload, options)
@@ -246,3 +251,13 @@ def _migrate(args: argparse.Namespace) -> int:
         f"jobs database at the latest schema: {settings.resolved_database_url()}", file=sys.stderr
     )
     return 0
+
+
+def _dataset_kinds(text: str) -> list[str]:
+    """``--kind`` of a dataset job, ``all`` expanded (the service refuses unknown kinds)."""
+    kinds: list[str] = []
+    for part in (k.strip().lower() for k in text.split(",") if k.strip()):
+        for kind in ALL_KINDS if part == "all" else (part,):
+            if kind not in kinds:
+                kinds.append(kind)
+    return kinds

@@ -45,6 +45,7 @@ __all__ = [
     "perturbed_record",
     "query_tokens",
     "remap_sql",
+    "remap_tables",
     "spider_schema",
     "write_json",
 ]
@@ -291,6 +292,26 @@ def remap_sql(sql: Mapping[str, Any], index_map: Mapping[int, int]) -> dict[str,
         if isinstance(sql.get(key), dict):
             out[key] = remap_sql(sql[key], index_map)
     return out
+
+
+def remap_tables(sql: Any, table_index_map: Mapping[int, int]) -> Any:
+    """Spider's parsed ``sql`` with table indices (``["table_unit", i]``) moved."""
+    if isinstance(sql, dict):
+        out = {}
+        for key, value in sql.items():
+            if key == "table_units" and isinstance(value, list):
+                out[key] = [
+                    [kind, table_index_map.get(x, x)]
+                    if kind == "table_unit" and isinstance(x, int)
+                    else [kind, remap_tables(x, table_index_map)]
+                    for kind, x in value
+                ]
+            else:
+                out[key] = remap_tables(value, table_index_map)
+        return out
+    if isinstance(sql, list):
+        return [remap_tables(v, table_index_map) for v in sql]
+    return sql
 
 
 _TOKEN = re.compile(

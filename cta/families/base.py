@@ -1,0 +1,362 @@
+"""What every perturbation family shares: the edit of one database, how it is applied.
+
+A family (MT-Teql's schema transformations, Dr.Spider's abbreviation and content
+equivalence, schema evolution's table renames and column splits, Spider-Syn's question
+synonyms) turns one database, under one seed, into a :class:`DbEdit`: the new schema in its
+new order, the natural names the parser sees, how each new table is filled from the
+original database (an SQLite ``SELECT`` — data is migrated, never regenerated, except for a
+column the family adds), and how a gold query follows (renamed tables and columns, columns
+replaced by expressions, or the family's own rewrite). :func:`rewrite_for` applies it to one
+query and checks that the result binds against the new schema; :func:`materialise_edit`
+writes the database; :func:`entry_of` writes its ``tables.json`` entry.
+
+A family that cannot apply to a database says why (:class:`NotApplicable`); the protocol
+then leaves that database's questions unperturbed with that reason.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from cta.apply.database import (
+    ColumnRef,
+    SchemaPerturbation,
+    SqlSchema,
+    SqlTable,
+    create_database,
+    materialise_perturbed,
+    quote_identifier,
+    sqlite_fold,
+)
+from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
+from cta.apply.sample import ValueMode
+from cta.table import Table
+
+__all__ = [
+    "FAMILY_KINDS",
+    "DbEdit",
+    "Family",
+    "FamilyContext",
+    "FamilyKind",
+    "NotApplicable",
+    "Usage",
+    "entry_of",
+    "materialise_edit",
+    "rewrite_for",
+    "usage_of",
+]
+
+FamilyKind = Literal[
+    "abbreviation",
+    "content-equivalence",
+    "shuffle",
+    "opaque-keys",
+    "remove-column",
+    "normalise",
+    "flatten",
+    "insert-column",
+    "table-rename",
+    "column-split",
+    "column-merge",
+    "question-synonym",
+]
+FAMILY_KINDS: tuple[str, ...] = FamilyKind.__args__  # type: ignore[attr-defined]
+
+Key = tuple[str, str]
+"""(table, column) as SQLite folds them; column ``""`` for the table itself."""
+
+
+class NotApplicable(Exception):  # noqa: N818 — a verdict, not a failure
+    """The family has nothing to change in this database; ``str(exc)`` says why."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the gold queries of one database use (folded names)."""
+
+    columns: frozenset[Key]
+    tables: frozenset[str]
+    star_tables: frozenset[str]
+    unbound: int = 0
+
+    def free(self, table: str, column: str) -> bool:
+        """No query mentions the column, and no query selects ``*`` over its table."""
+        t = sqlite_fold(table)
+        return (t, sqlite_fold(column)) not in self.columns and t not in self.star_tables
+
+
+def _star_tables(sql: str) -> set[str]:
+    """Tables a ``SELECT *`` / ``T.*`` of the query may cover (every table it names)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return set()
+    for select in tree.find_all(exp.Select):
+        for proj in select.expressions:
+            if isinstance(proj, exp.Star) or (
+                isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star)
+            ):
+                return {sqlite_fold(t.name) for t in tree.find_all(exp.Table)}
+    return set()
+
+
+def usage_of(queries: Sequence[BoundQuery | SqlRewriteError]) -> Usage:
+    """The columns and tables ``queries`` use (a star counts as every column of its tables)."""
+    columns: set[Key] = set()
+    tables: set[str] = set()
+    stars: set[str] = set()
+    unbound = 0
+    for q in queries:
+        if isinstance(q, SqlRewriteError):
+            unbound += 1
+            continue
+        for ref in q.columns:
+            columns.add((sqlite_fold(ref.table), sqlite_fold(ref.column)))
+        try:
+            tables |= {
+                sqlite_fold(t.name)
+                for t in sqlglot.parse_one(q.sql, read="sqlite").find_all(exp.Table)
+            }
+        except SqlglotError:
+            pass
+        stars |= _star_tables(q.sql)
+    return Usage(frozenset(columns), frozenset(tables), frozenset(stars), unbound)
+
+
+@dataclass
+class FamilyContext:
+    """One database as a family sees it."""
+
+    db_id: str
+    schema: SqlSchema
+    tables: list[Table]  # natural names, aligned with ``schema.tables``
+    entry: Mapping[str, Any] | None  # the Spider entry, when the dataset is Spider
+    usage: Usage
+    queries: list[BoundQuery]  # the bound gold queries of the database
+    path: Path | None = None  # the original SQLite file, for families that read cells
+
+    def natural(self, table: str, column: str = "") -> str:
+        """The natural name of a table (``column=""``) or of one of its columns."""
+        for t, sql_table in enumerate(self.schema.tables):
+            if sqlite_fold(sql_table.name) == sqlite_fold(table):
+                if not column:
+                    return self.tables[t].name or sql_table.name
+                return self.tables[t].column(sql_table.columns[sql_table.index(column)].name).name
+        raise KeyError(table)
+
+    def cells(self, table: str, column: str) -> list[Any]:
+        """Every cell of a column of the original database (empty when there is no file)."""
+        if self.path is None:
+            return []
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
+        try:
+            sql = f"SELECT {quote_identifier(column)} FROM {quote_identifier(table)}"
+            return [r[0] for r in conn.execute(sql)]
+        finally:
+            conn.close()
+
+
+@dataclass
+class DbEdit:
+    """A perturbed database: schema, names, data migration and how queries follow."""
+
+    schema: SqlSchema  # new schema, tables and columns in their new order
+    operation: str  # one line for people: what changed
+    origin: dict[Key, Key] = field(default_factory=dict)  # new (table, col) → old, carried ones
+    labels: dict[Key, str] = field(default_factory=dict)  # natural names of new/renamed things
+    fill: dict[str, str] = field(default_factory=dict)  # new table → SELECT over the original
+    mapping: dict[str, dict[str, str]] = field(default_factory=dict)  # per table: old → new
+    column_map: dict[ColumnRef, str] = field(default_factory=dict)
+    table_map: dict[str, str] = field(default_factory=dict)
+    expressions: dict[ColumnRef, str] = field(default_factory=dict)
+    rewrite: Callable[[str], str] | None = None  # the family's own rewrite, when it has one
+    question: Callable[[str], str | None] | None = None  # question rewrite (question-synonym)
+    keeps_parsed_sql: bool = True  # Spider's parsed ``sql`` remaps by indices alone
+    perturbation: SchemaPerturbation | None = None  # an added column: values generated
+
+    @property
+    def changes_schema(self) -> bool:
+        return self.question is None
+
+
+class Family(Protocol):
+    """A perturbation family: one database and seed in, one edit out (or a reason not to)."""
+
+    kind: str
+
+    def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
+        """The edit of ``ctx``'s database under ``seed``; raises :class:`NotApplicable`."""
+        ...
+
+
+# -- applying an edit -------------------------------------------------------------------------------
+def rewrite_for(sql: str, old: SqlSchema, edit: DbEdit) -> str:
+    """``sql`` for the edited database; raises :class:`SqlRewriteError` when it cannot be
+    rewritten, or when the result would not bind against the new schema."""
+    if edit.rewrite is not None:
+        new_sql = edit.rewrite(sql)
+    else:
+        new_sql = rewrite_query(
+            sql,
+            old,
+            edit.schema,
+            edit.column_map,
+            table_map=edit.table_map,
+            expressions=edit.expressions,
+        )
+    try:
+        bind_query(new_sql, edit.schema)
+    except SqlRewriteError as exc:
+        raise SqlRewriteError(
+            exc.problem, f"the rewritten query does not bind: {exc.message}"
+        ) from None
+    return new_sql
+
+
+def default_fill(table: SqlTable) -> str:
+    """``SELECT`` every column of ``table`` (rowid order), for a table carried unchanged."""
+    columns = ", ".join(quote_identifier(c.name) for c in table.columns)
+    return f"SELECT {columns} FROM {quote_identifier(table.name)} ORDER BY rowid"
+
+
+def materialise_edit(
+    source: Path, target: Path, edit: DbEdit, old: SqlSchema, *, seed: int, values: ValueMode
+) -> None:
+    """Write the edited database: each new table filled by its ``SELECT`` on ``source``.
+
+    A table without a fill is carried from the original table of the same (or, through
+    ``table_map``, the old) name, columns matched through ``origin``. An edit that adds a
+    column (``perturbation``) is written the way ADD's databases are (values generated).
+    """
+    if edit.perturbation is not None:
+        materialise_perturbed(source, target, old, edit.perturbation, seed=seed, values=values)
+        return
+    inverse = {sqlite_fold(new): old_name for old_name, new in edit.table_map.items()}
+    conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    try:
+        for table in edit.schema.tables:
+            if table.name.lower().startswith("sqlite_"):
+                continue  # SQLite's own tables (sqlite_sequence): it writes them itself
+            sql = edit.fill.get(table.name)
+            if sql is None:
+                old_name = inverse.get(sqlite_fold(table.name), table.name)
+                old_table = old.table(old_name)
+                columns = []
+                for c in table.columns:
+                    src = edit.origin.get((sqlite_fold(table.name), sqlite_fold(c.name)))
+                    if src is None or src[0] != sqlite_fold(old_table.name):
+                        raise ValueError(f"{table.name}.{c.name}: no fill and no origin")
+                    columns.append(
+                        quote_identifier(old_table.columns[old_table.index(src[1])].name)
+                    )
+                sql = (
+                    f"SELECT {', '.join(columns)} FROM {quote_identifier(old_table.name)}"
+                    " ORDER BY rowid"
+                )
+            rows[table.name] = conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+    create_database(target, edit.schema, rows)
+
+
+def carried_origin(old: SqlSchema, new: SqlSchema, edit: DbEdit) -> dict[Key, Key]:
+    """``origin`` for columns that a rename (``table_map``/``column_map``) carries over."""
+    out: dict[Key, Key] = {}
+    for table in old.tables:
+        new_table = edit.table_map.get(table.name, table.name)
+        found = new.find(new_table)
+        if found is None:
+            continue
+        for column in table.columns:
+            name = edit.column_map.get(ColumnRef(table.name, column.name), column.name)
+            if found.find(name) is not None:
+                out[(sqlite_fold(found.name), sqlite_fold(name))] = (
+                    sqlite_fold(table.name),
+                    sqlite_fold(column.name),
+                )
+    return out
+
+
+def entry_of(
+    old_entry: Mapping[str, Any], db_id: str, edit: DbEdit
+) -> tuple[dict[str, Any], dict[int, int], dict[int, int]]:
+    """The Spider ``tables.json`` entry of an edited database, with the old → new column and
+    table indices of what was carried (for remapping Spider's parsed ``sql``)."""
+    old_tables = [sqlite_fold(t) for t in old_entry["table_names_original"]]
+    old_columns = {
+        (old_tables[int(t)], sqlite_fold(str(c))): i
+        for i, (t, c) in enumerate(old_entry["column_names_original"])
+        if int(t) >= 0
+    }
+    inverse_tables = {sqlite_fold(n): sqlite_fold(o) for o, n in edit.table_map.items()}
+    table_names: list[str] = []
+    table_originals: list[str] = []
+    names: list[list[Any]] = [[-1, "*"]]
+    originals: list[list[Any]] = [[-1, "*"]]
+    types: list[str] = ["text"]
+    index_map = {0: 0}
+    table_index: dict[int, int] = {}
+    position: dict[Key, int] = {}
+    for t, table in enumerate(edit.schema.tables):
+        tkey = sqlite_fold(table.name)
+        old_t = inverse_tables.get(tkey, tkey)
+        label = edit.labels.get((tkey, ""))
+        if label is None and old_t in old_tables:
+            label = old_entry["table_names"][old_tables.index(old_t)]
+            table_index[old_tables.index(old_t)] = t
+        table_names.append(label or table.name)
+        table_originals.append(table.name)
+        for column in table.columns:
+            key = (tkey, sqlite_fold(column.name))
+            src = edit.origin.get(key)
+            old_i = old_columns.get(src) if src is not None else None
+            natural = edit.labels.get(key)
+            if natural is None and old_i is not None:
+                natural = old_entry["column_names"][old_i][1]
+            position[key] = len(names)
+            if old_i is not None:
+                index_map.setdefault(old_i, len(names))  # a copied key keeps its first place
+            names.append([t, natural or column.name])
+            originals.append([t, column.name])
+            types.append(
+                old_entry["column_types"][old_i]
+                if old_i is not None and key not in edit.labels
+                else column.type.value
+            )
+    primary_keys: list[Any] = []
+    foreign_keys: list[list[int]] = []
+    for table in edit.schema.tables:
+        tkey = sqlite_fold(table.name)
+        pk = [position[(tkey, sqlite_fold(c))] for c in table.primary_key]
+        if len(pk) == 1:
+            primary_keys.append(pk[0])
+        elif pk:
+            primary_keys.append(pk)
+        for fk in table.foreign_keys:
+            a = position.get((tkey, sqlite_fold(fk.column)))
+            b = position.get((sqlite_fold(fk.ref_table), sqlite_fold(fk.ref_column)))
+            if a is not None and b is not None:
+                foreign_keys.append([a, b])
+    entry = dict(old_entry)
+    entry.update(
+        db_id=db_id,
+        table_names=table_names,
+        table_names_original=table_originals,
+        column_names=names,
+        column_names_original=originals,
+        column_types=types,
+        primary_keys=primary_keys,
+        foreign_keys=foreign_keys,
+    )
+    return entry, index_map, table_index
