@@ -1,0 +1,210 @@
+"""What ``cta eval --out DIR`` writes: JSON, items, a markdown report with a plot, and the
+gold/pred/database layout test-suite-sql-eval reads, so every number can be cross-checked.
+
+``DIR/eval.json`` (the :class:`~cta.evaluation.scoring.EvalReport`), ``DIR/items.jsonl``
+(one line per question: prediction, EX, EM, status), ``DIR/report.md`` and
+``DIR/pre_post.png`` (per kind: pre vs post, mean ± std over seeds), and
+``DIR/test-suite/``: ``gold/<set>.txt`` (``SQL<TAB>db_id`` per line), ``pred/<set>.txt`` (one
+SQL per line, same order), ``database`` and ``tables.json`` (links to the perturbed folder's)
+and ``run.sh`` with test-suite-sql-eval's command line for each set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from cta.evaluation.scoring import EvalReport, ItemResult, KindSummary, Spread
+from cta.evaluation.sets import EvalDirectory
+
+__all__ = ["markdown", "plot", "write_report", "write_test_suite"]
+
+
+def _one_line(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def _spread(s: Spread | None) -> str:
+    if s is None or s.mean is None:
+        return "—"
+    return f"{100 * s.mean:.1f} ± {100 * (s.std or 0):.1f}"
+
+
+def _metrics(report: EvalReport) -> list[str]:
+    """The figures this report has: EX/EM for a parser, linking for the probe."""
+    found = []
+    for name in ("ex", "em", "linking_recall", "linking_precision"):
+        if any(getattr(s, name) is not None for s in report.original.values()):
+            found.append(name)
+    return found
+
+
+_LABELS = {
+    "ex": "EX",
+    "em": "EM",
+    "linking_recall": "link recall",
+    "linking_precision": "link precision",
+}
+
+
+def markdown(report: EvalReport, plot_file: str | None = "pre_post.png") -> str:
+    """The report a person reads: originals, per kind (mean ± std), per set."""
+    metrics = _metrics(report)
+    lines = [
+        f"# `cta eval` — {report.model}",
+        "",
+        f"Folder `{report.directory}`. Pre = the original questions of the examples a set holds, "
+        "on the original database; post = the perturbed records on their perturbed databases "
+        "(Dr.Spider). Figures in %; per kind mean ± sample std over seeds. Relative robustness: "
+        "among the pairs right before, the share still right after.",
+        "",
+        "## Original questions",
+        "",
+        "| dataset | questions | " + " | ".join(_LABELS[m] for m in metrics) + " |",
+        "|---|---:|" + "---:|" * len(metrics),
+    ]
+    for name, scores in report.original.items():
+        cells = " | ".join(_pct(getattr(scores, m)) for m in metrics)
+        lines.append(f"| {name} | {scores.n} | {cells} |")
+    lines += ["", "## Per kind", ""]
+    header = ["kind", "seeds"]
+    for m in metrics:
+        header += [f"pre {_LABELS[m]}", f"post {_LABELS[m]}", "abs. drop", "rel. drop"]
+    robust = [m for m in ("ex", "em") if m in metrics]
+    header += [f"robustness {_LABELS[m]}" for m in robust]
+    lines += ["| " + " | ".join(header) + " |", "|---|---:|" + "---:|" * (len(header) - 2)]
+    for k in report.kinds:
+        row = [f"{k.name} {k.kind}", str(len(k.seeds))]
+        for m in metrics:
+            row += [
+                _spread(k.pre.get(m)),
+                _spread(k.post.get(m)),
+                _spread(k.absolute_drop.get(m)),
+                _spread(k.relative_drop.get(m)),
+            ]
+        row += [_spread(k.relative_robustness.get(m)) for m in robust]
+        lines.append("| " + " | ".join(row) + " |")
+    if plot_file:
+        lines += ["", f"![pre vs post per kind]({plot_file})"]
+    lines += ["", "## Per set", ""]
+    header = ["set", "kind", "seed", "pairs"]
+    for m in metrics:
+        header += [f"pre {_LABELS[m]}", f"post {_LABELS[m]}"]
+    lines += ["| " + " | ".join(header) + " |", "|---|---|---:|---:|" + "---:|" * 2 * len(metrics)]
+    for r in report.sets:
+        row = [r.set, r.kind, str(r.seed), str(r.n)]
+        for m in metrics:
+            row += [_pct(getattr(r.pre, m)), _pct(getattr(r.post, m))]
+        lines.append("| " + " | ".join(row) + " |")
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.statuses.items()))
+    lines += ["", f"Item statuses: {statuses}."]
+    if report.skipped_files:
+        lines += ["", f"Not evaluation sets (mixed kinds): {', '.join(report.skipped_files)}."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: EvalReport, path: str | Path) -> Path | None:
+    """Per kind, pre vs post (mean ± std over seeds) of each metric; None without kinds."""
+    metrics = [m for m in _metrics(report) if m != "linking_precision"] or _metrics(report)
+    if not report.kinds or not metrics:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds: Sequence[KindSummary] = report.kinds
+    fig, axes = plt.subplots(
+        1, len(metrics), figsize=(max(4.0, 1.2 * len(kinds) + 2) * len(metrics), 3.6), squeeze=False
+    )
+    x = list(range(len(kinds)))
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        for offset, (label, part) in ((-0.2, ("pre", "pre")), (0.2, ("post", "post"))):
+            means = [
+                100 * (getattr(k, part).get(metric, Spread(mean=None, std=None)).mean or 0)
+                for k in kinds
+            ]
+            stds = [
+                100 * (getattr(k, part).get(metric, Spread(mean=None, std=None)).std or 0)
+                for k in kinds
+            ]
+            ax.bar([i + offset for i in x], means, 0.4, yerr=stds, capsize=3, label=label)
+        ax.set_xticks(x, [k.kind for k in kinds], rotation=30 if len(kinds) > 4 else 0)
+        ax.set_ylabel(f"{_LABELS[metric]} (%)")
+        ax.set_ylim(0, 105)
+        ax.set_title(f"{report.model}: {_LABELS[metric]}")
+        ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _link(target: Path, link: Path) -> None:
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(target.resolve())
+
+
+def write_test_suite(out: Path, directory: EvalDirectory, items: Sequence[ItemResult]) -> list[str]:
+    """gold/pred files per set and links to the databases, as test-suite-sql-eval reads them."""
+    root = out / "test-suite"
+    (root / "gold").mkdir(parents=True, exist_ok=True)
+    by_set: dict[str, list[ItemResult]] = {}
+    for it in items:
+        by_set.setdefault(it.set, []).append(it)
+    has_pred = any(it.pred is not None for it in items)
+    if has_pred:
+        (root / "pred").mkdir(exist_ok=True)
+    files = []
+    commands = ["#!/bin/sh", "# test-suite-sql-eval's evaluation.py (its checkout: $TS)", "set -e"]
+    for stem, group in by_set.items():
+        group = sorted(group, key=lambda it: it.position)
+        gold = "".join(f"{_one_line(it.gold)}\t{it.db_id}\n" for it in group)
+        (root / "gold" / f"{stem}.txt").write_text(gold, encoding="utf-8")
+        files.append(f"test-suite/gold/{stem}.txt")
+        if has_pred:
+            pred = "".join(f"{_one_line(it.pred) or 'SELECT'}\n" for it in group)
+            (root / "pred" / f"{stem}.txt").write_text(pred, encoding="utf-8")
+            files.append(f"test-suite/pred/{stem}.txt")
+            commands.append(
+                'python3 "$TS/evaluation.py" --etype exec --db database --table tables.json '
+                f"--gold gold/{shlex.quote(stem)}.txt --pred pred/{shlex.quote(stem)}.txt"
+            )
+    _link(directory.root / "database", root / "database")
+    _link(directory.root / "tables.json", root / "tables.json")
+    (root / "run.sh").write_text("\n".join(commands) + "\n", encoding="utf-8")
+    os.chmod(root / "run.sh", 0o755)
+    return [*files, "test-suite/database", "test-suite/tables.json", "test-suite/run.sh"]
+
+
+def write_report(
+    out_dir: str | Path,
+    report: EvalReport,
+    items: Sequence[ItemResult],
+    directory: EvalDirectory,
+) -> list[str]:
+    """Write everything under ``out_dir``; the files written, relative to it."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "eval.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    with (out / "items.jsonl").open("w", encoding="utf-8") as f:
+        for it in items:
+            f.write(json.dumps(it.model_dump(mode="json"), ensure_ascii=False) + "\n")
+    files = ["eval.json", "items.jsonl"]
+    image = plot(report, out / "pre_post.png")
+    if image is not None:
+        files.append("pre_post.png")
+    text = markdown(report, image.name if image is not None else None)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    files.append("report.md")
+    files += write_test_suite(out, directory, items)
+    return files

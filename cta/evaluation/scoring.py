@@ -1,0 +1,401 @@
+"""Scoring a model on a perturbed dataset folder: per item, per set (pre/post), per kind.
+
+Dr.Spider's protocol (Chang et al., 2023): for a perturbed set, *pre* is the model on the
+original questions of the examples the set holds (original database), *post* the model on
+the perturbed records (perturbed database); pairs are matched by ``source_index``. Per set:
+execution accuracy (EX, :mod:`cta.evaluation.execution`), exact set match (EM,
+:mod:`cta.evaluation.exact_match`), the absolute drop ``pre − post``, the relative drop
+``(pre − post) / pre`` and the relative robustness — among the pairs the model gets right
+before, the share it still gets right after. Per kind: mean and sample standard deviation
+over seeds (ADVETA reports 5 seeds). With ``linking`` (the lexical probe), the schema-linking
+recall and precision of the gold SQL's columns, pre and post.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlglot import exp
+
+from cta.evaluation.exact_match import ExactMatcher, UnsupportedSql, bind
+from cta.evaluation.execution import DEFAULT_TIMEOUT, ExecutionScorer
+from cta.evaluation.linking import LinkCounts, link_schema
+from cta.evaluation.predictions import Prediction, Predictor
+from cta.evaluation.schema import SpiderSchema
+from cta.evaluation.sets import ORIGINAL, EvalDirectory, Question, QuestionSet
+
+__all__ = [
+    "EvalReport",
+    "ItemResult",
+    "KindSummary",
+    "Scores",
+    "SetResult",
+    "build_report",
+    "evaluate",
+    "mentioned_columns",
+    "score_items",
+    "sets_of",
+]
+
+METRICS = ("ex", "em")
+
+
+class ItemResult(BaseModel):
+    """One question: the prediction and its verdicts."""
+
+    set: str
+    position: int
+    source_index: int
+    kind: str
+    seed: int | None
+    db_id: str
+    question: str
+    gold: str
+    pred: str | None = None
+    ex: bool | None = Field(default=None, description="None: not scored (gold fails, probe)")
+    em: bool | None = Field(default=None, description="None: not scored (gold outside EM)")
+    status: str = Field(default="", description="correct, wrong, pred_error, gold_error…")
+    message: str = ""
+    gold_columns: list[str] | None = None  # the probe: columns the gold SQL mentions
+    linked_columns: dict[str, str] | None = None  # the probe: linked column → strength
+
+
+class Scores(BaseModel):
+    """Metrics over a group of items; ``None`` when nothing in the group could be scored."""
+
+    n: int
+    ex: float | None = None
+    em: float | None = None
+    linking_recall: float | None = None
+    linking_precision: float | None = None
+    exact_linking_recall: float | None = None
+
+
+class Spread(BaseModel):
+    mean: float | None
+    std: float | None
+
+
+class SetResult(BaseModel):
+    """A perturbed set against the originals of the same examples."""
+
+    name: str
+    set: str
+    kind: str
+    seed: int | None
+    n: int
+    pre: Scores
+    post: Scores
+    absolute_drop: dict[str, float | None]
+    relative_drop: dict[str, float | None]
+    relative_robustness: dict[str, float | None]
+
+
+class KindSummary(BaseModel):
+    """One kind over its seeds: mean ± sample standard deviation of each figure."""
+
+    name: str
+    kind: str
+    seeds: list[int | None]
+    pre: dict[str, Spread]
+    post: dict[str, Spread]
+    absolute_drop: dict[str, Spread]
+    relative_drop: dict[str, Spread]
+    relative_robustness: dict[str, Spread]
+
+
+class EvalReport(BaseModel):
+    """Everything ``cta eval`` measured."""
+
+    model: str
+    directory: str
+    original: dict[str, Scores]  # by dataset name: every original question
+    sets: list[SetResult]
+    kinds: list[KindSummary]
+    statuses: dict[str, int]
+    skipped_files: list[str] = Field(default_factory=list)
+    seconds: dict[str, float] = Field(default_factory=dict)
+
+
+# -- items ------------------------------------------------------------------------------------------
+def score_items(
+    directory: EvalDirectory,
+    questions: Sequence[Question],
+    predictions: Sequence[Prediction] | None,
+    linking: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    keep_distinct: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> list[ItemResult]:
+    """Score each question's prediction (EX, EM); with ``linking``, the probe's links."""
+    executor = ExecutionScorer(timeout=timeout, keep_distinct=keep_distinct)
+    matcher = ExactMatcher()
+    items = []
+    for i, q in enumerate(questions):
+        item = ItemResult(
+            set=q.set,
+            position=q.position,
+            source_index=q.source_index,
+            kind=q.kind,
+            seed=q.seed,
+            db_id=q.db_id,
+            question=q.question,
+            gold=q.gold,
+        )
+        schema = directory.schema(q.db_id)
+        if predictions is not None:
+            prediction = predictions[i]
+            item.pred = prediction.sql
+            outcome = executor.score(directory.database(q.db_id), q.gold, prediction.sql)
+            item.status = outcome.status
+            item.message = prediction.error or outcome.message
+            item.ex = None if outcome.status == "gold_error" else outcome.correct
+            item.em = matcher.score(schema, q.gold, prediction.sql)
+        if linking:
+            links = link_schema(q.question, schema)
+            try:
+                gold_columns = mentioned_columns(q.gold, schema)
+            except UnsupportedSql as exc:
+                item.status, item.message = "gold_unsupported", str(exc)
+            else:
+                item.status = item.status or "linked"
+                item.gold_columns = [schema.column_key(c) for c in gold_columns]
+            item.linked_columns = {
+                schema.column_key(c): s for c, s in sorted(links.columns.items())
+            }
+        items.append(item)
+        if progress is not None:
+            progress(1)
+    return items
+
+
+def mentioned_columns(sql: str, schema: SpiderSchema) -> list[int]:
+    """The columns a query mentions; ``SELECT *`` / ``T.*`` mention every column of their
+    tables (an ADD rewrite spells a star out as the original columns, so pre and post agree)."""
+    bound = bind(sql, schema)
+    found = set(bound.columns.values())
+    for select in bound.tree.find_all(exp.Select):
+        tables = [
+            (node.alias_or_name.lower(), bound.tables[id(node)])
+            for node in select.find_all(exp.Table)
+            if id(node) in bound.tables and node.find_ancestor(exp.Select) is select
+        ]
+        for projection in select.expressions:
+            star = isinstance(projection, exp.Star) or (
+                isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+            )
+            if not star:
+                continue
+            qualifier = projection.table.lower() if isinstance(projection, exp.Column) else ""
+            for name, t in tables:
+                if not qualifier or qualifier == name:
+                    found.update(schema.table_columns(t))
+    return sorted(found)
+
+
+def _scores(items: Sequence[ItemResult], linking: bool) -> Scores:
+    scores = Scores(n=len(items))
+    for metric in METRICS:
+        values = [getattr(it, metric) for it in items if getattr(it, metric) is not None]
+        setattr(scores, metric, round(sum(values) / len(values), 4) if values else None)
+    if linking:
+        counts = LinkCounts()
+        for it in items:
+            if it.gold_columns is None or it.linked_columns is None:
+                continue
+            counts.add(it.gold_columns, it.linked_columns)
+        for key, value in counts.metrics().items():
+            setattr(scores, key, value)
+    return scores
+
+
+def _drop(pre: float | None, post: float | None) -> tuple[float | None, float | None]:
+    if pre is None or post is None:
+        return None, None
+    return round(pre - post, 4), (round((pre - post) / pre, 4) if pre else None)
+
+
+def _robustness(pairs: Sequence[tuple[ItemResult, ItemResult]], metric: str) -> float | None:
+    before = [
+        (a, b) for a, b in pairs if getattr(a, metric) is True and getattr(b, metric) is not None
+    ]
+    if not before:
+        return None
+    return round(sum(1 for _, b in before if getattr(b, metric)) / len(before), 4)
+
+
+def _set_result(
+    qset: QuestionSet,
+    post_items: Sequence[ItemResult],
+    originals: dict[int, ItemResult],
+    linking: bool,
+) -> SetResult:
+    pairs = [(originals[it.source_index], it) for it in post_items if it.source_index in originals]
+    pre = _scores([a for a, _ in pairs], linking)
+    post = _scores([b for _, b in pairs], linking)
+    absolute: dict[str, float | None] = {}
+    relative: dict[str, float | None] = {}
+    robust: dict[str, float | None] = {}
+    names = [*METRICS, "linking_recall", "linking_precision"] if linking else list(METRICS)
+    for metric in names:
+        absolute[metric], relative[metric] = _drop(getattr(pre, metric), getattr(post, metric))
+        if metric in METRICS:
+            robust[metric] = _robustness(pairs, metric)
+    return SetResult(
+        name=qset.name,
+        set=qset.stem,
+        kind=qset.kind,
+        seed=qset.seed,
+        n=len(pairs),
+        pre=pre,
+        post=post,
+        absolute_drop=absolute,
+        relative_drop=relative,
+        relative_robustness=robust,
+    )
+
+
+def _spread(values: Sequence[float | None]) -> Spread:
+    present = [v for v in values if v is not None]
+    if not present:
+        return Spread(mean=None, std=None)
+    std = statistics.stdev(present) if len(present) > 1 else 0.0
+    return Spread(mean=round(statistics.fmean(present), 4), std=round(std, 4))
+
+
+def _spreads(
+    group: Sequence[SetResult], get: Callable[[SetResult], dict[str, Any]]
+) -> dict[str, Spread]:
+    keys = list(dict.fromkeys(k for r in group for k in get(r)))
+    return {k: _spread([get(r).get(k) for r in group]) for k in keys}
+
+
+def _summaries(results: Sequence[SetResult]) -> list[KindSummary]:
+    groups: dict[tuple[str, str], list[SetResult]] = {}
+    for r in results:
+        groups.setdefault((r.name, r.kind), []).append(r)
+    return [
+        KindSummary(
+            name=name,
+            kind=kind,
+            seeds=[r.seed for r in group],
+            pre=_spreads(group, lambda r: r.pre.model_dump(exclude={"n"}, exclude_none=True)),
+            post=_spreads(group, lambda r: r.post.model_dump(exclude={"n"}, exclude_none=True)),
+            absolute_drop=_spreads(group, lambda r: r.absolute_drop),
+            relative_drop=_spreads(group, lambda r: r.relative_drop),
+            relative_robustness=_spreads(group, lambda r: r.relative_robustness),
+        )
+        for (name, kind), group in groups.items()
+    ]
+
+
+def evaluate(
+    directory: EvalDirectory,
+    predictor: Predictor | None,
+    *,
+    linking: bool = False,
+    model_name: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    keep_distinct: bool = False,
+    progress: bool = False,
+) -> tuple[EvalReport, list[ItemResult]]:
+    """Predict (unless ``predictor`` is None: the probe alone) and score every set."""
+    seconds: dict[str, float] = {}
+    questions = [q for s in directory.sets for q in s.questions]
+    predictions = None
+    if predictor is not None:
+        t0 = time.perf_counter()
+        predictions = predictor.predict(questions, directory)
+        seconds["predict"] = round(time.perf_counter() - t0, 3)
+        if len(predictions) != len(questions):
+            raise ValueError(f"{len(predictions)} predictions for {len(questions)} questions")
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(questions), desc="scoring", unit="question", mininterval=2.0)
+    try:
+        items = score_items(
+            directory,
+            questions,
+            predictions,
+            linking=linking,
+            timeout=timeout,
+            keep_distinct=keep_distinct,
+            progress=bar.update if bar is not None else None,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds["score"] = round(time.perf_counter() - t0, 3)
+    report = build_report(
+        directory.sets,
+        items,
+        model_name or _name(predictor),
+        linking,
+        str(directory.root),
+        directory.skipped,
+        seconds,
+    )
+    return report, items
+
+
+def _name(predictor: Predictor | None) -> str:
+    return "lexical-probe" if predictor is None else predictor.name
+
+
+def build_report(
+    sets: Sequence[QuestionSet],
+    items: Sequence[ItemResult],
+    model: str,
+    linking: bool,
+    directory: str = "",
+    skipped: Sequence[str] = (),
+    seconds: dict[str, float] | None = None,
+) -> EvalReport:
+    """Aggregate item results into per-set and per-kind figures."""
+    by_set: dict[str, list[ItemResult]] = {}
+    for it in items:
+        by_set.setdefault(it.set, []).append(it)
+    originals = {s.name: s for s in sets if s.is_original}
+    original = {name: _scores(by_set.get(s.stem, []), linking) for name, s in originals.items()}
+    results = []
+    for qset in sets:
+        if qset.is_original or qset.name not in originals:
+            continue
+        paired = {it.source_index: it for it in by_set.get(originals[qset.name].stem, [])}
+        results.append(_set_result(qset, by_set.get(qset.stem, []), paired, linking))
+    return EvalReport(
+        model=model,
+        directory=directory,
+        original=original,
+        sets=results,
+        kinds=_summaries(results),
+        statuses=dict(Counter(it.status for it in items)),
+        skipped_files=list(skipped),
+        seconds=seconds or {},
+    )
+
+
+def sets_of(items: Sequence[ItemResult]) -> list[QuestionSet]:
+    """The sets item results come from (names recovered from the ``<name>_original`` stems),
+    originals first, then in order of appearance."""
+    stems: dict[str, ItemResult] = {}
+    for it in items:
+        stems.setdefault(it.set, it)
+    names = sorted(
+        (stem[: -len("_original")] for stem, it in stems.items() if it.kind == ORIGINAL),
+        key=len,
+        reverse=True,
+    )
+    out = []
+    for stem, it in sorted(stems.items(), key=lambda pair: pair[1].kind != ORIGINAL):
+        name = next((n for n in names if stem.startswith(f"{n}_")), stem)
+        out.append(QuestionSet(name, stem, it.kind, it.seed))
+    return out

@@ -1,0 +1,213 @@
+"""Reading a folder written by ``cta dataset perturb --format spider``.
+
+The folder holds ``tables.json`` (original and perturbed entries), ``database/<db_id>/
+<db_id>.sqlite``, ``<name>_original.json`` (the input questions) and, per kind and seed,
+``<name>_<kind>_s<seed>.json``. Every question record carries ``kind`` (``original`` for the
+input), ``seed`` (null for the input) and ``source_index`` (its position in the input file),
+which pairs a perturbed question with its original. Kinds are read from the records — any
+kind the protocol writes is evaluated, none is assumed. A file whose records mix kinds (the
+``--augment`` training sets) is not an evaluation set and is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cta.evaluation.schema import SpiderSchema
+from cta.formats.spider import database_path
+from cta.table import InvalidTableError
+
+__all__ = [
+    "EvalDirectory",
+    "Question",
+    "QuestionSet",
+    "load_directory",
+    "question_from_record",
+    "question_text",
+]
+
+ORIGINAL = "original"
+_SEEDED = re.compile(r"^(?P<rest>.+)_s(?P<seed>\d+)$")
+_QUESTION_KEYS = ("question", "SpiderQuestion")
+
+
+def question_text(record: dict[str, Any]) -> str:
+    """The NL question of a record (Spider's ``question`` or Spider-Syn's ``SpiderQuestion``)."""
+    for key in _QUESTION_KEYS:
+        if isinstance(record.get(key), str):
+            return str(record[key])
+    return ""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of a set, as a model sees it (plus the gold SQL it is scored against)."""
+
+    set: str  # the set's file stem: dev_original, dev_rpl_s0…
+    position: int  # index in the set's file (the test-suite line number)
+    source_index: int  # index in the original file: pairs pre and post
+    kind: str
+    seed: int | None
+    db_id: str
+    question: str
+    gold: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.set}:{self.position}"
+
+
+@dataclass
+class QuestionSet:
+    """The questions of one file: a dataset name, a kind and a seed."""
+
+    name: str  # dev, train_spider…
+    stem: str
+    kind: str
+    seed: int | None
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def is_original(self) -> bool:
+        return self.kind == ORIGINAL
+
+
+@dataclass
+class EvalDirectory:
+    """A perturbed dataset folder: schemas by ``db_id``, databases and question sets."""
+
+    root: Path
+    entries: dict[str, dict[str, Any]]
+    sets: list[QuestionSet]
+    skipped: list[str] = field(default_factory=list)  # files that are not evaluation sets
+    _schemas: dict[str, SpiderSchema] = field(default_factory=dict, repr=False)
+
+    def database(self, db_id: str) -> Path:
+        return database_path(self.root / "database", db_id)
+
+    def schema(self, db_id: str) -> SpiderSchema:
+        """The parsed ``tables.json`` entry of ``db_id`` (cached)."""
+        if db_id not in self._schemas:
+            self._schemas[db_id] = SpiderSchema.from_entry(self.entries[db_id])
+        return self._schemas[db_id]
+
+    def original_of(self, question_set: QuestionSet) -> QuestionSet:
+        """The original set a perturbed set pairs with (same dataset name)."""
+        for s in self.sets:
+            if s.is_original and s.name == question_set.name:
+                return s
+        raise KeyError(question_set.name)
+
+
+def _read_list(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidTableError("invalid_json", f"{path}: {exc}") from None
+    if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+        raise InvalidTableError("malformed_dataset", f"{path}: expected a JSON list of records")
+    return data
+
+
+def question_from_record(
+    stem: str, position: int, record: dict[str, Any], entries: dict[str, Any], where: str
+) -> Question:
+    """A :class:`Question` from a question record; raises when the record is unusable."""
+    db_id, gold = record.get("db_id"), record.get("query")
+    if not isinstance(db_id, str) or not isinstance(gold, str):
+        raise InvalidTableError("malformed_dataset", f"{where}: needs db_id and query")
+    if db_id not in entries:
+        raise InvalidTableError(
+            "unknown_database", f"{where}: db_id {db_id!r} is not in tables.json"
+        )
+    source = record.get("source_index")
+    if not isinstance(source, int):
+        raise InvalidTableError(
+            "missing_source_index",
+            f"{where}: no source_index (written by an older cta dataset perturb?)",
+        )
+    seed = record.get("seed")
+    return Question(
+        set=stem,
+        position=position,
+        source_index=source,
+        kind=str(record.get("kind")),
+        seed=seed if isinstance(seed, int) else None,
+        db_id=db_id,
+        question=question_text(record),
+        gold=gold,
+    )
+
+
+def _questions(
+    path: Path, stem: str, records: Sequence[dict[str, Any]], entries: dict[str, Any]
+) -> list[Question]:
+    return [
+        question_from_record(stem, i, r, entries, f"{path}[{i}]") for i, r in enumerate(records)
+    ]
+
+
+def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalDirectory:
+    """Read a ``cta dataset perturb`` folder; ``only`` keeps these set stems (and originals).
+
+    Raises :class:`~cta.table.InvalidTableError` when the folder is not one.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise InvalidTableError("not_found", f"{root}: no such folder")
+    tables = root / "tables.json"
+    if not tables.is_file():
+        raise InvalidTableError("not_a_perturbed_dataset", f"{root}: no tables.json")
+    entries = {e["db_id"]: e for e in _read_list(tables) if isinstance(e.get("db_id"), str)}
+    names = sorted(p.name[: -len("_original.json")] for p in root.glob("*_original.json"))
+    if not names:
+        raise InvalidTableError(
+            "not_a_perturbed_dataset",
+            f"{root}: no <name>_original.json (written by cta dataset perturb --format spider)",
+        )
+    sets: list[QuestionSet] = []
+    skipped: list[str] = []
+    for name in names:
+        original = root / f"{name}_original.json"
+        stem = original.stem
+        sets.append(
+            QuestionSet(
+                name,
+                stem,
+                ORIGINAL,
+                None,
+                _questions(original, stem, _read_list(original), entries),
+            )
+        )
+        for path in sorted(root.glob(f"{name}_*.json"), key=_set_order):
+            stem = path.stem
+            match = _SEEDED.match(stem)
+            if (
+                path == original
+                or match is None
+                or any(stem.startswith(f"{other}_") and len(other) > len(name) for other in names)
+            ):
+                continue
+            if only is not None and stem not in only:
+                continue
+            records = _read_list(path)
+            kinds = {str(r.get("kind")) for r in records}
+            if len(kinds) > 1 or ORIGINAL in kinds:
+                skipped.append(path.name)  # an --augment training file mixes kinds
+                continue
+            kind = kinds.pop() if kinds else match["rest"][len(name) + 1 :]
+            seed = int(match["seed"])
+            sets.append(
+                QuestionSet(name, stem, kind, seed, _questions(path, stem, records, entries))
+            )
+    return EvalDirectory(root, entries, sets, skipped)
+
+
+def _set_order(path: Path) -> tuple[str, int]:
+    match = _SEEDED.match(path.stem)
+    return (match["rest"], int(match["seed"])) if match else (path.stem, -1)
