@@ -249,6 +249,10 @@ class Settings(BaseSettings):
     max_rows: int = Field(default=10_000, description="Most rows per table (422 above)")
     max_string_length: int = Field(default=512, description="Longest string in a table (422 above)")
     max_tables_per_job: int = Field(default=20_000, description="Most tables per batch job")
+    eval_endpoints: list[str] = Field(
+        default_factory=list,
+        description="URL prefixes eval jobs may send questions to (JSON list); empty = none",
+    )
     inprocess_workers: int = Field(
         default=1,
         description="Job workers running inside `cta serve` (0 = only `cta worker` processes)",

@@ -30,6 +30,7 @@ import httpx
 from pydantic import BaseModel
 
 from service.schemas import (
+    EvalReport,
     JobItem,
     JobList,
     JobResultsPage,
@@ -109,6 +110,29 @@ def _dataset_body(
         "seeds": list(seeds),
         "options": _options(options, fields),
     }
+
+
+def _eval_body(
+    spider: Sequence[Mapping[str, Any]],
+    sets: Mapping[str, Sequence[Mapping[str, Any]]],
+    predictions: Mapping[str, Sequence[str | None]] | None,
+    endpoint: str | None,
+    model: str | None,
+    timeout: float,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "kind": "eval",
+        "spider": list(spider),
+        "sets": {stem: list(records) for stem, records in sets.items()},
+        "timeout": timeout,
+    }
+    if predictions is not None:
+        body["predictions"] = {stem: list(sqls) for stem, sqls in predictions.items()}
+    if endpoint is not None:
+        body["endpoint"] = endpoint
+    if model is not None:
+        body["model"] = model
+    return body
 
 
 def _options(options: PerturbOptions | Mapping[str, Any] | None, fields: Mapping[str, Any]) -> Any:
@@ -267,6 +291,25 @@ class Client(_Base):
         question records); one result item per database, holding a SpiderDatabaseResult."""
         return self._submit(_dataset_body(spider, questions, kinds, seeds, options, option_fields))
 
+    def submit_eval(
+        self,
+        spider: Sequence[Mapping[str, Any]],
+        sets: Mapping[str, Sequence[Mapping[str, Any]]],
+        *,
+        predictions: Mapping[str, Sequence[str | None]] | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
+        timeout: float = 10.0,
+    ) -> Job:
+        """Score a text-to-SQL model on perturbed sets (``tables.json`` entries and question
+        records per set, as ``cta dataset perturb`` writes them): give ``predictions`` (per
+        set, one SQL per record), an allowed ``endpoint`` or a built-in ``model``. One item
+        per source database (``JobItem.eval_result``); :meth:`Job.report` aggregates."""
+        return self._submit(_eval_body(spider, sets, predictions, endpoint, model, timeout))
+
+    def _report(self, job_id: str) -> EvalReport:
+        return EvalReport.model_validate(self._request("GET", f"/v1/jobs/{job_id}/report"))
+
     def _submit(self, body: dict[str, Any]) -> Job:
         status = JobStatus.model_validate(
             self._request("POST", "/v1/jobs", idempotent=False, json=body)
@@ -338,6 +381,10 @@ class Job:
         """Cancel the remaining tables."""
         self.status = self._client._cancel(self.id)
         return self.status
+
+    def report(self) -> EvalReport:
+        """An eval job's report over the items done so far (pre/post per kind and seed)."""
+        return self._client._report(self.id)
 
 
 class AsyncClient(_Base):
@@ -450,6 +497,23 @@ class AsyncClient(_Base):
             _dataset_body(spider, questions, kinds, seeds, options, option_fields)
         )
 
+    async def submit_eval(
+        self,
+        spider: Sequence[Mapping[str, Any]],
+        sets: Mapping[str, Sequence[Mapping[str, Any]]],
+        *,
+        predictions: Mapping[str, Sequence[str | None]] | None = None,
+        endpoint: str | None = None,
+        model: str | None = None,
+        timeout: float = 10.0,
+    ) -> AsyncJob:
+        """Score a text-to-SQL model on perturbed sets (see :meth:`Client.submit_eval`)."""
+        return await self._submit(_eval_body(spider, sets, predictions, endpoint, model, timeout))
+
+    async def _report(self, job_id: str) -> EvalReport:
+        data = await self._request("GET", f"/v1/jobs/{job_id}/report")
+        return EvalReport.model_validate(data)
+
     async def _submit(self, body: dict[str, Any]) -> AsyncJob:
         data = await self._request("POST", "/v1/jobs", idempotent=False, json=body)
         return AsyncJob(self, JobStatus.model_validate(data))
@@ -512,6 +576,10 @@ class AsyncJob:
     async def cancel(self) -> JobStatus:
         self.status = await self._client._cancel(self.id)
         return self.status
+
+    async def report(self) -> EvalReport:
+        """An eval job's report over the items done so far."""
+        return await self._client._report(self.id)
 
 
 class _Progress:

@@ -103,6 +103,12 @@ class PipelineHost:
                 return pipeline.perturb_many(tables, options)
             return pipeline.perturb_many(tables, options, should_stop=should_stop)
 
+    def equivalent(self, pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        """:meth:`Pipeline.equivalent` (the families' judge) under the host's lock."""
+        pipeline = self._get()
+        with self._lock:
+            return pipeline.equivalent(pairs)
+
     def judge(
         self,
         pairs: Sequence[JudgePair],

@@ -10,9 +10,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictFloat, StrictInt, Tag
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    HttpUrl,
+    StrictFloat,
+    StrictInt,
+    Tag,
+    model_validator,
+)
 
 from cta.apply.dataset import SpiderDatabaseResult
+from cta.evaluation.payload import EvalDatabaseResult
+from cta.evaluation.scoring import EvalReport
+from cta.families.base import FamilyKind
 from cta.judge.nli import JudgePair
 from cta.pipeline import PerturbOptions
 from cta.results import JudgeScore, PerturbationResult
@@ -20,6 +33,9 @@ from cta.table import Table
 
 __all__ = [
     "DatasetJobCreate",
+    "EvalDatabaseResult",
+    "EvalJobCreate",
+    "EvalReport",
     "ItemError",
     "ItemStatus",
     "JobCreate",
@@ -44,7 +60,9 @@ __all__ = [
     "TablesJobCreate",
 ]
 
-JobKind = Literal["tables", "spider", "dataset"]
+DatasetKind = Literal[Literal["rpl", "add"], FamilyKind]
+"""CTA's kinds and the families of the seed papers (one list: :data:`cta.families.FamilyKind`)."""
+JobKind = Literal["tables", "spider", "dataset", "eval"]
 JobState = Literal["queued", "running", "done", "cancelled"]
 ItemStatus = Literal["pending", "running", "done", "failed", "cancelled"]
 
@@ -169,9 +187,54 @@ class DatasetJobCreate(BaseModel):
         min_length=1,
         description="Spider question records (each with db_id and query; other keys kept)",
     )
-    kinds: list[Literal["rpl", "add"]] = Field(default=["rpl", "add"], min_length=1)
+    kinds: list[DatasetKind] = Field(
+        default=["rpl", "add"],
+        min_length=1,
+        description="rpl, add (CTA) and the families of the seed papers (cta.families)",
+    )
     seeds: list[StrictInt] = Field(default=[0, 1, 2, 3, 4], min_length=1, max_length=20)
     options: PerturbOptions = Field(default_factory=PerturbOptions)
+
+
+class EvalJobCreate(BaseModel):
+    """``cta eval`` as a job: a text-to-SQL model scored on perturbed sets, pre and post.
+
+    ``spider`` holds the ``tables.json`` entries (original and perturbed — a perturbed
+    folder's ``tables.json``, or a dataset job's entries) and ``sets`` the question records
+    per set, named like the folder's files (``dev_original``, ``dev_rpl_s0``…); each record
+    carries ``kind``, ``seed`` and ``source_index`` as ``cta dataset perturb`` writes them.
+    Predictions come with the job (``predictions``: per set, one SQL per record, in order),
+    from an ``endpoint`` the operator allowed (``CTA_EVAL_ENDPOINTS``; it receives
+    ``POST {question, db_id, schema}`` and answers ``{sql}``), or from a built-in ``model``.
+    One item per source database (its original and perturbed questions), scored on
+    databases synthesised from the entries; ``GET /v1/jobs/{id}/report`` aggregates them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["eval"]
+    spider: list[dict[str, Any]] = Field(min_length=1, description="Spider tables.json entries")
+    sets: dict[str, list[dict[str, Any]]] = Field(
+        min_length=1, description="Question records per set; <name>_original among them"
+    )
+    predictions: dict[str, list[str | None]] | None = Field(
+        default=None, description="Per set: one predicted SQL per record, in order"
+    )
+    endpoint: HttpUrl | None = Field(
+        default=None, description="A parser: POST {question, db_id, schema} → {sql}"
+    )
+    model: Literal["oracle", "lexical-probe"] | None = Field(
+        default=None, description="A built-in reference model instead of predictions"
+    )
+    timeout: StrictFloat = Field(default=10.0, gt=0, le=60, description="Seconds per query")
+    options: PerturbOptions = Field(default_factory=PerturbOptions)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EvalJobCreate:
+        given = [n for n in ("predictions", "endpoint", "model") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of predictions, endpoint and model")
+        return self
 
 
 def _job_kind(value: Any) -> str:
@@ -183,11 +246,12 @@ def _job_kind(value: Any) -> str:
 JobCreate = Annotated[
     Annotated[TablesJobCreate, Tag("tables")]
     | Annotated[SpiderJobCreate, Tag("spider")]
-    | Annotated[DatasetJobCreate, Tag("dataset")],
+    | Annotated[DatasetJobCreate, Tag("dataset")]
+    | Annotated[EvalJobCreate, Tag("eval")],
     Discriminator(
         _job_kind,
         custom_error_type="invalid_job_kind",
-        custom_error_message="kind must be 'tables', 'spider' or 'dataset'",
+        custom_error_message="kind must be 'tables', 'spider', 'dataset' or 'eval'",
     ),
 ]
 
@@ -241,6 +305,9 @@ class JobItem(BaseModel):
     )
     dataset_result: SpiderDatabaseResult | None = Field(
         default=None, description="A done item's protocol output (dataset jobs: one database)"
+    )
+    eval_result: EvalDatabaseResult | None = Field(
+        default=None, description="A done item's scored questions (eval jobs: one database)"
     )
     error: ItemError | None = None
 

@@ -215,3 +215,40 @@ def test_a_dataset_job_returns_rewritten_sql_perturbed_schemas_and_every_problem
                     assert new in originals and old not in originals
             else:
                 assert set(renamed.values()) <= originals and set(renamed) <= originals
+
+
+def test_a_dataset_job_runs_the_families_and_says_why_an_item_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    questions = [
+        {"db_id": "pets", "question": "Names?", "query": "SELECT Fname FROM Student"},
+        {"db_id": "pets", "question": "Old pets", "query": "SELECT * FROM Pets WHERE pet_age > 3"},
+    ]
+    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    kinds = ["shuffle", "opaque-keys", "remove-column", "table-rename"]
+    with running_app(settings) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
+        job = cta.submit_dataset([PETS], questions, kinds=kinds, seeds=[0])
+        status = job.wait(poll_interval=0.05, timeout=30)
+        [item] = list(job.results())
+    assert status.kind == "dataset" and item.status == "done"
+    result = item.dataset_result
+    assert result is not None and sorted(result.questions) == sorted(f"{k}_s0" for k in kinds)
+    by_kind = {m.kind: [x for x in result.mappings if x.kind == m.kind] for m in result.mappings}
+    # shuffle and opaque keys apply to every item; the only unused column (Student.StuID) is
+    # a key, so remove-column says why it left the database as it was
+    for kind in ("shuffle", "opaque-keys"):
+        assert all(m.operation and m.perturbed_db_id == f"pets_{kind}_s0_v0" for m in by_kind[kind])
+        assert [r["kind"] for r in result.questions[f"{kind}_s0"]] == [kind, kind]
+    assert all(
+        m.unchanged and m.unchanged.startswith("not_applicable") for m in by_kind["remove-column"]
+    )
+    entries = {e["db_id"]: e for e in result.tables}
+    assert {"pets_shuffle_s0_v0", "pets_opaque-keys_s0_v0"} <= set(entries)
+    shuffled = entries["pets_shuffle_s0_v0"]
+    pets = shuffled["table_names_original"].index("Pets")
+    order = [n for t, n in shuffled["column_names_original"] if t == pets]
+    star = result.questions["shuffle_s0"][1]["query"]
+    # a star over Pets is spelled out exactly when Pets' columns moved
+    assert ("*" in star) == (order == ["PetID", "pet_age"])
+    assert star.startswith("SELECT PetID, pet_age") or "*" in star

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from cta.apply.dataset import SpiderDatabaseResult
+from cta.evaluation.payload import EvalDatabaseResult
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
 from cta.settings import Settings
@@ -219,6 +220,7 @@ class JobStore:
                 .order_by(job_items.c.position)
             ).all()
         dataset = job.kind == "dataset"
+        evaluation = job.kind == "eval"
         items = [
             JobItem(
                 index=row.position,
@@ -227,7 +229,12 @@ class JobStore:
                 attempts=row.attempts,
                 result=(
                     PerturbationResult.model_validate_json(row.result)
-                    if row.result and not dataset
+                    if row.result and not dataset and not evaluation
+                    else None
+                ),
+                eval_result=(
+                    EvalDatabaseResult.model_validate_json(row.result)
+                    if row.result and evaluation
                     else None
                 ),
                 dataset_result=(
@@ -362,7 +369,10 @@ class JobStore:
             self._finish_if_complete(conn, job_id, now)
 
     def complete(
-        self, item: ClaimedItem, worker: str, result: PerturbationResult | SpiderDatabaseResult
+        self,
+        item: ClaimedItem,
+        worker: str,
+        result: PerturbationResult | SpiderDatabaseResult | EvalDatabaseResult,
     ) -> bool:
         """Commit an item's result; False when the worker no longer holds it (nothing written)."""
         return self._commit(item, worker, "done", result=result.model_dump_json())

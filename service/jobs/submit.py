@@ -16,7 +16,13 @@ from cta.settings import Settings
 from cta.table import InvalidTableError, Table
 from service.jobs.store import NewItem
 from service.limits import check_table_limits
-from service.schemas import DatasetJobCreate, ItemError, SpiderJobCreate, TablesJobCreate
+from service.schemas import (
+    DatasetJobCreate,
+    EvalJobCreate,
+    ItemError,
+    SpiderJobCreate,
+    TablesJobCreate,
+)
 
 
 def dumps(obj: Any) -> str:
@@ -25,9 +31,12 @@ def dumps(obj: Any) -> str:
 
 
 def job_items(
-    request: TablesJobCreate | SpiderJobCreate | DatasetJobCreate, settings: Settings
+    request: TablesJobCreate | SpiderJobCreate | DatasetJobCreate | EvalJobCreate,
+    settings: Settings,
 ) -> list[NewItem]:
     """The items of a job request, in order; raises when the job exceeds max_tables_per_job."""
+    if isinstance(request, EvalJobCreate):
+        return _eval_items(request, settings)
     if isinstance(request, TablesJobCreate):
         _check_count(len(request.tables), settings)
         items = [_table_item(obj, settings) for obj in request.tables]
@@ -176,3 +185,86 @@ def _database_error(entry: Mapping[str, Any], db_id: str, settings: Settings) ->
         message = f"spider database {db_id!r}: {type(exc).__name__}: {exc}"
         return ItemError(problem="invalid_spider", message=message)
     return None
+
+
+def _eval_items(request: EvalJobCreate, settings: Settings) -> list[NewItem]:
+    """One item per source database: its original questions and every perturbed question
+    whose ``source_index`` points at one of them, with the entries they are asked on.
+
+    Records that name no known database or original become one failed item, never dropped.
+    """
+    endpoint = str(request.endpoint) if request.endpoint is not None else None
+    if endpoint is not None and not any(endpoint.startswith(p) for p in settings.eval_endpoints):
+        raise InvalidTableError(
+            "endpoint_not_allowed",
+            f"{endpoint} is not among the endpoints this service may call (eval_endpoints)",
+        )
+    for stem, predicted in (request.predictions or {}).items():
+        if stem not in request.sets or len(predicted) != len(request.sets[stem]):
+            size = len(request.sets.get(stem, []))
+            raise InvalidTableError(
+                "misaligned_predictions",
+                f"predictions[{stem!r}]: {len(predicted)} for {size} records of that set",
+            )
+    entries = {e["db_id"]: e for e in request.spider if isinstance(e.get("db_id"), str)}
+    names = [stem[: -len("_original")] for stem in request.sets if stem.endswith("_original")]
+    sources: dict[str, list[Any]] = {
+        name: [r.get("db_id") for r in request.sets[f"{name}_original"]] for name in names
+    }
+    groups: dict[str, dict[str, list[tuple[int, dict[str, Any]]]]] = {}
+    orphans: list[dict[str, Any]] = []
+    for stem, records in request.sets.items():
+        name = max((n for n in names if stem.startswith(f"{n}_")), key=len, default=None)
+        for position, record in enumerate(records):
+            source = record.get("source_index")
+            originals = sources.get(name or "", [])
+            db_id = (
+                originals[source]
+                if isinstance(source, int)
+                and not isinstance(source, bool)
+                and 0 <= source < len(originals)
+                else None
+            )
+            if not isinstance(db_id, str) or db_id not in entries:
+                orphans.append(record)
+                continue
+            groups.setdefault(db_id, {}).setdefault(stem, []).append((position, record))
+    _check_count(len(groups), settings)
+    items = []
+    for db_id, sets in groups.items():
+        used = {r.get("db_id") for records in sets.values() for _, r in records}
+        missing = sorted(str(d) for d in used if d not in entries)
+        payload = {
+            "entries": [entries[d] for d in entries if d in used],
+            "sets": sets,
+            "predictions": (
+                {
+                    stem: {str(p): request.predictions[stem][p] for p, _ in records}
+                    for stem, records in sets.items()
+                    if stem in request.predictions
+                }
+                if request.predictions is not None
+                else None
+            ),
+            "endpoint": endpoint,
+            "model": request.model,
+            "timeout": request.timeout,
+        }
+        error = None
+        if missing:
+            message = f"records name databases absent from spider: {', '.join(missing)}"
+            error = ItemError(problem="unknown_database", message=message)
+        items.append(NewItem(dumps(payload), db_id, error))
+    if orphans:
+        message = (
+            f"{len(orphans)} question records name no database of the payload, or no original "
+            "question (source_index into <name>_original)"
+        )
+        items.append(
+            NewItem(
+                dumps({"records": orphans}),
+                None,
+                ItemError(problem="invalid_record", message=message),
+            )
+        )
+    return items

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from cta.apply.dataset import SpiderDatabaseResult, perturb_spider_database
+from cta.evaluation.payload import EvalDatabaseResult
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
 from cta.settings import Settings
@@ -124,6 +125,8 @@ class JobWorker:
                 groups.setdefault(item.options.model_dump_json(), []).append(item)
             elif item.kind == "dataset":
                 self._dataset(item)
+            elif item.kind == "eval":
+                self._eval(item)
             else:
                 self._fail(
                     item, InvalidTableError("unsupported_kind", f"no runner for {item.kind!r} jobs")
@@ -168,6 +171,31 @@ class JobWorker:
                 lambda tables: self.host.perturb_many(tables, options),
                 kinds=payload["kinds"],
                 seeds=payload["seeds"],
+                judge=self.host.equivalent,
+            )
+        except Exception as exc:
+            self._fail(item, exc)
+        else:
+            self._complete(item, result)
+
+    def _eval(self, item: ClaimedItem) -> None:
+        """Score one source database's questions (:func:`cta.evaluation.evaluate_payload`)."""
+        from cta.evaluation.payload import evaluate_payload
+
+        try:
+            payload = json.loads(item.payload)
+            predictions = payload.get("predictions")
+            result = evaluate_payload(
+                payload["entries"],
+                {stem: [tuple(pair) for pair in pairs] for stem, pairs in payload["sets"].items()},
+                predictions=(
+                    {s: {int(p): sql for p, sql in by.items()} for s, by in predictions.items()}
+                    if predictions is not None
+                    else None
+                ),
+                endpoint=payload.get("endpoint"),
+                model=payload.get("model"),
+                timeout=payload.get("timeout", 10.0),
             )
         except Exception as exc:
             self._fail(item, exc)
@@ -175,7 +203,9 @@ class JobWorker:
             self._complete(item, result)
 
     def _complete(
-        self, item: ClaimedItem, result: PerturbationResult | SpiderDatabaseResult
+        self,
+        item: ClaimedItem,
+        result: PerturbationResult | SpiderDatabaseResult | EvalDatabaseResult,
     ) -> None:
         if not self.store.complete(item, self.name, result):
             log.warning(

@@ -7,16 +7,19 @@ in its thread pool, off the event loop.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
+from fastapi.responses import PlainTextResponse
 
+from cta.evaluation.report import markdown
+from cta.evaluation.scoring import ItemResult, build_report, sets_of
 from service.auth import caller
 from service.errors import ServiceProblem
 from service.jobs.store import JobStore
 from service.jobs.submit import job_items
 from service.routes import problems
-from service.schemas import JobCreate, JobList, JobResultsPage, JobStatus
+from service.schemas import EvalReport, JobCreate, JobList, JobResultsPage, JobStatus
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -108,3 +111,45 @@ def cancel_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
     if status is None:
         raise _not_found(job_id)
     return status
+
+
+@router.get(
+    "/{job_id}/report",
+    summary="An eval job's report: pre/post, drops, robustness per kind and seed",
+    response_model=EvalReport,
+    responses={
+        **problems(400, 401, 404, 422),
+        200: {"content": {"text/markdown": {"schema": {"type": "string"}}}},
+    },
+)
+def job_report(
+    request: Request,
+    owner: Caller,
+    job_id: str,
+    format: Annotated[Literal["json", "markdown"], Query()] = "json",
+) -> Any:
+    """The report of the items done so far (``cta eval``'s JSON, or its markdown)."""
+    store = _store(request)
+    status = store.get_job(_job_id(job_id), owner)
+    if status is None:
+        raise _not_found(job_id)
+    if status.kind != "eval":
+        raise ServiceProblem(404, "not_an_eval_job", f"job {job_id!r} is a {status.kind} job")
+    items: list[ItemResult] = []
+    model = ""
+    offset: int | None = 0
+    while offset is not None:
+        page = store.results(job_id, owner, offset, 1000)
+        if page is None:
+            raise _not_found(job_id)
+        for item in page.items:
+            if item.eval_result is not None:
+                items.extend(item.eval_result.items)
+                model = model or item.eval_result.model
+        offset = page.next_offset
+    report = build_report(
+        sets_of(items), items, model, linking=model == "lexical-probe", directory=f"job {job_id}"
+    )
+    if format == "markdown":
+        return PlainTextResponse(markdown(report, plot_file=None), media_type="text/markdown")
+    return report
