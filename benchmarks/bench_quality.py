@@ -34,11 +34,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from cta import recipes
 from cta.components import RetrievedTable, Retriever
-from cta.pipeline import PerturbOptions, Pipeline, _TablePlan
+from cta.pipeline import PerturbOptions, Pipeline
 from cta.results import Candidate
 from cta.settings import Settings
-from cta.table import Table
+from cta.table import Column, Table
 from retriever.index import fingerprint
 
 SYSTEMS = ("cta", "no-retriever", "no-judge", "w2v")
@@ -237,25 +238,20 @@ class EmbeddingNeighbours:
         return out
 
 
-@dataclass
-class EmbeddingAddPipeline(Pipeline):
-    """The "without retriever" ablation: dictionary-only RPL, embedding-only ADD, judged."""
+class EmbeddingAdd:
+    """ADD candidates from embedding neighbours (a :class:`cta.components.AddCandidates`):
+    the "without retriever" ablation's ADD source (:func:`cta.recipes.without_retriever`)."""
 
-    neighbours: EmbeddingNeighbours | None = None
+    def __init__(self, neighbours: EmbeddingNeighbours) -> None:
+        self.neighbours = neighbours
 
-    def _plan(self, table: Table, seed: int) -> _TablePlan:
-        assert self.retriever is None and self.neighbours is not None
-        plan = super()._plan(table, seed)
+    def add_candidates(self, table: Table, target: Column, k: int) -> list[Candidate]:
         own = {match_key(c.name) for c in table.columns}
-        for target in table.targets():
-            plan.add[target.name] = [
-                Candidate(
-                    name=n, type=target.type, score=s, source="retriever", provenance="embedding"
-                )
-                for n, s in self.neighbours.of(target.name)[: self.settings.rerank_top_k]
-                if match_key(n) not in own
-            ]
-        return plan
+        return [
+            Candidate(name=n, type=target.type, score=s, source="retriever", provenance="embedding")
+            for n, s in self.neighbours.of(target.name)[:k]
+            if match_key(n) not in own
+        ]
 
 
 # -- systems -------------------------------------------------------------------------------------
@@ -290,13 +286,7 @@ def _rng(seed: int, table: Table, column: str) -> random.Random:
 
 def run_rank_based(pipeline: Pipeline, tables: Sequence[Table], seed: int = SEED) -> Proposals:
     """No judge: the CTA candidates decided by reranker rank (W2V windows)."""
-    wide = Pipeline(
-        settings=pipeline.settings.model_copy(update={"rerank_top_k": ADD_WINDOW[1]}),
-        retriever=pipeline.retriever,
-        reranker=pipeline.reranker,
-        dictionary=pipeline.dictionary,
-        judge_model=pipeline.judge_model,
-    )
+    wide = recipes.without_judge(pipeline, ADD_WINDOW[1])
     out: Proposals = {"rpl": {}, "add": {}}
     for table in tables:
         report = wide.candidates(table, seed)
@@ -431,19 +421,12 @@ def run(
     index_dir = bench_index(settings, data_dir, rebuild_index)
     index_seconds = time.perf_counter() - began
     bench_settings = settings.model_copy(update={"index_dir": index_dir})
-    pipeline = Pipeline.from_settings(bench_settings)
+    pipeline = recipes.cta(bench_settings)
     assert pipeline.retriever is not None
     checked = CheckedRetriever(pipeline.retriever)
     pipeline.retriever = checked
     neighbours = EmbeddingNeighbours(pipeline.reranker)
-    no_retriever = EmbeddingAddPipeline(
-        settings=bench_settings,
-        retriever=None,
-        reranker=pipeline.reranker,
-        dictionary=pipeline.dictionary,
-        judge_model=pipeline.judge_model,
-        neighbours=neighbours,
-    )
+    no_retriever = recipes.without_retriever(pipeline, EmbeddingAdd(neighbours))
     tables = [it.table for it in items]
     proposals: dict[str, Proposals] = {}
     seconds: dict[str, float] = {}

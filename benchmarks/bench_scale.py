@@ -33,7 +33,7 @@ VOCABULARY = 20_000
 
 def column_vocabulary(settings: Settings, limit: int = VOCABULARY) -> list[str]:
     """The ``limit`` most frequent column names of the default index (ties by name)."""
-    from cta.table import name_key
+    from cta.words import name_key
     from retriever.index import TableIndex
 
     index = TableIndex.load(settings.resolved_index_dir())

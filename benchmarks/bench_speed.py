@@ -26,6 +26,7 @@ import numpy as np
 
 from benchmarks.bench_quality import CheckedRetriever
 from benchmarks.naive import NaiveEntailment, NaivePipeline, decisions_of
+from cta.judge.nli import BidirectionalJudge
 from cta.pipeline import PerturbOptions, Pipeline
 from cta.table import Table
 
@@ -133,6 +134,8 @@ def run(pipeline: Pipeline, data_dir: Path, tables: int = 100, subset: int = 10)
     chosen = wtq_tables(data_dir, tables + WARM_TABLES)
     warm, timed = chosen[:WARM_TABLES], chosen[WARM_TABLES:]
     judge = pipeline.judge_model
+    if not isinstance(judge, BidirectionalJudge):
+        raise TypeError("the speed benchmark measures the shipped judge (BidirectionalJudge)")
     checked = CheckedRetriever(pipeline.retriever) if pipeline.retriever is not None else None
     pipeline.retriever = checked
     options = PerturbOptions(seed=SEED)

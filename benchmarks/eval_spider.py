@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cta.apply.dataset import Proposer, perturb_spider
+from cta.datasets import Proposer, perturb_spider
 from cta.evaluation import evaluate, load_directory, reference_model
 from cta.evaluation.scoring import EvalReport
 from cta.formats.spider import load_spider

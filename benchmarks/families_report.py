@@ -1,7 +1,7 @@
 """The perturbation families over Spider dev: counts, items changed, execution equivalence.
 
 Runs ``cta dataset perturb --kind <families> --seeds 5 --verify`` through its library entry
-point (:func:`cta.apply.dataset.perturb_dataset`) on Spider dev with databases synthesised
+point (:func:`cta.datasets.perturb_dataset`) on Spider dev with databases synthesised
 from ``tables.json`` (Spider ships schemas only here), twice, and reports per kind:
 
 - items (questions × seeds), items on an edited database, items whose gold SQL text changed,
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cta.apply.dataset import perturb_dataset
+from cta.datasets import perturb_dataset
 from cta.families.base import FAMILY_KINDS
 from cta.results import PerturbationResult
 from cta.table import Table

@@ -247,6 +247,12 @@ def plot(results: Path, parts: dict[str, dict[str, Any]]) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    def save(fig: Any, name: str) -> str:
+        fig.tight_layout()
+        fig.savefig(results / name, dpi=100)
+        plt.close(fig)
+        return name
+
     written = []
     q = parts.get("quality")
     if q and "systems" in q:
@@ -269,10 +275,7 @@ def plot(results: Path, parts: dict[str, dict[str, Any]]) -> list[str]:
         ax.set_ylabel("share")
         ax.set_title(f"Generation quality on {q['tables']} ADVETA Spider tables")
         ax.legend()
-        fig.tight_layout()
-        fig.savefig(results / "quality.png", dpi=100)
-        plt.close(fig)
-        written.append("quality.png")
+        written.append(save(fig, "quality.png"))
     s = parts.get("speed")
     if s and "ours" in s:
         sub = s["subset"]
@@ -289,10 +292,7 @@ def plot(results: Path, parts: dict[str, dict[str, Any]]) -> list[str]:
         )
         ax2.set_ylabel("seconds")
         ax2.set_title(f"{sub['tables']} tables end to end ({sub['speedup']}× faster)")
-        fig.tight_layout()
-        fig.savefig(results / "speed.png", dpi=100)
-        plt.close(fig)
-        written.append("speed.png")
+        written.append(save(fig, "speed.png"))
     c = parts.get("scale")
     if c and "rows" in c:
         fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(12, 3.5))
@@ -316,10 +316,7 @@ def plot(results: Path, parts: dict[str, dict[str, Any]]) -> list[str]:
             ax.legend()
         ax1.set_yscale("log")
         ax2.set_yscale("log")
-        fig.tight_layout()
-        fig.savefig(results / "index_scale.png", dpi=100)
-        plt.close(fig)
-        written.append("index_scale.png")
+        written.append(save(fig, "index_scale.png"))
     return written
 
 

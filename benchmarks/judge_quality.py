@@ -39,7 +39,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 
-from cta.context import column_words, singularise
+from cta.context import singularise
 from cta.judge.decide import is_add_against, is_rpl, passes_add
 from cta.judge.nli import (
     BidirectionalJudge,
@@ -48,6 +48,7 @@ from cta.judge.nli import (
     JudgePair,
 )
 from cta.settings import Settings
+from cta.words import column_words
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -205,7 +206,7 @@ def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | 
     manifest_file = model_dir / "judge_manifest.json"
     if not manifest_file.exists():
         return None
-    from cta.judge.supervision import Lexicon, build_supervision, load_source_tables
+    from cta.training.supervision import Lexicon, build_supervision, load_source_tables
     from cta.wordnet import load_wordnet
 
     manifest = json.loads(manifest_file.read_text())
@@ -220,7 +221,7 @@ def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | 
     examples = list(supervision.examples)
     if manifest.get("annotations"):
         from cta.annotations import load_annotated_tables, load_thesaurus
-        from cta.judge.annotated import AnnotationRecipe, annotation_examples
+        from cta.training.annotated import AnnotationRecipe, annotation_examples
 
         directory = settings.resolved_annotations_dir()
         examples += annotation_examples(
@@ -308,6 +309,9 @@ def throughput(
     """``cta judge`` (in-process, cold cache) vs the raw batched forward on the same texts."""
     import torch
 
+    if str(ROOT) not in sys.path:  # run as a script, the repository root is not on the path
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.bench_speed import raw_forward
     from cta.cli.judge import judge_lines
 
     lines = [p.model_dump_json() + "\n" for p in pairs]
@@ -321,21 +325,9 @@ def throughput(
     texts = [(judge.text(p.entity, p.target), judge.text(p.entity, p.candidate)) for p in pairs]
     premises = [a for a, b in texts] + [b for a, b in texts]
     hypotheses = [b for a, b in texts] + [a for a, b in texts]
-    encoded = model.tokenizer(premises, hypotheses, truncation=True, max_length=model.max_length)
-    order = sorted(range(len(premises)), key=lambda i: len(encoded["input_ids"][i]))
-    batches = []
-    for start in range(0, len(order), model.batch_size):
-        rows = order[start : start + model.batch_size]
-        batches.append(
-            model.tokenizer.pad(
-                [{k: encoded[k][i] for k in encoded} for i in rows], return_tensors="pt"
-            )
-        )
-    began = time.perf_counter()
-    with torch.inference_mode():
-        for batch in batches:
-            model.torch_model()(**batch)
-    forward_seconds = time.perf_counter() - began
+    # The speed benchmark's raw forward (length-sorted, pre-tokenised batches), on every text.
+    raw = raw_forward(model, premises, hypotheses, sample=len(premises))
+    forward_seconds = raw["forward_seconds"]
     n = len(pairs)
     # The whole command, cold: process start, model load, every pair.
     import subprocess

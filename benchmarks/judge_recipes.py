@@ -4,14 +4,14 @@ Two steps, so that the training can run on a GPU machine that has torch and tran
 none of this project's other packages:
 
 ``export`` (here): builds the supervision with the product's own code —
-:func:`cta.judge.supervision.build_supervision` over the measured judge's sources and
-:func:`cta.judge.annotated.annotation_examples` for each annotation recipe of ``VARIANTS`` —
+:func:`cta.training.supervision.build_supervision` over the measured judge's sources and
+:func:`cta.training.annotated.annotation_examples` for each annotation recipe of ``VARIANTS`` —
 and the evaluation pairs (ADVETA Spider dev RPL vs ADD names, and the annotations' ``dev``
 split: equivalent vs associated, plus the hard "neither" names), rendered in the judge's text
 format, into one compressed file: a table of distinct texts and, per part, integer arrays.
 
 ``train`` (anywhere with torch): for each variant, fine-tunes the base encoder with the
-product's loop (:mod:`cta.judge.fit`, loaded by path) and reports the AUROC of min(e1, e2)
+product's loop (:mod:`cta.training.fit`, loaded by path) and reports the AUROC of min(e1, e2)
 and the rates at the default thresholds on both evaluation sets.
 
 Evaluation data (ADVETA, the annotations' dev split) only ever lands in the ``eval_*`` parts;
@@ -95,19 +95,19 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
     from benchmarks.judge_quality import load_pairs
     from cta.annotations import load_annotated_tables, load_thesaurus
     from cta.context import singularise
-    from cta.judge.annotated import (
+    from cta.judge.nli import render
+    from cta.settings import Settings
+    from cta.training.annotated import (
         AnnotationRecipe,
         annotated_text_labels,
         annotation_examples,
     )
-    from cta.judge.nli import render
-    from cta.judge.supervision import (
+    from cta.training.supervision import (
         Lexicon,
         build_supervision,
         load_source_tables,
         question_synonym_pairs,
     )
-    from cta.settings import Settings
     from cta.wordnet import load_wordnet
 
     settings = Settings()
@@ -156,7 +156,7 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
     for name, changes in ANNOTATION_PARTS.items():
         recipe = replace(AnnotationRecipe(), **changes)
         examples = annotation_examples(train, thesaurus, recipe, seed=seed)
-        # the product's own rule (cta.judge.train): a human label overrules a lexical pair
+        # the product's own rule (cta.training.train): a human label overrules a lexical pair
         human = annotated_text_labels(examples)
         keep = [human.get((a, b), label) == label for a, b, label in lexical_keys]
         parts[f"lexical_keep_{name}"] = np.asarray(keep, dtype=np.int8)
@@ -198,7 +198,7 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
 
 
 def _load_fit() -> Any:
-    spec = importlib.util.spec_from_file_location("cta_fit", ROOT / "cta/judge/fit.py")
+    spec = importlib.util.spec_from_file_location("cta_fit", ROOT / "cta/training/fit.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["cta_fit"] = module

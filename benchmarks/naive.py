@@ -21,7 +21,8 @@ from cta.judge.decide import is_add_against, is_new_column, is_rpl
 from cta.judge.nli import render
 from cta.pipeline import Pipeline
 from cta.results import Candidate
-from cta.table import Table, name_key
+from cta.table import Table
+from cta.words import name_key
 
 # A decision as compared between implementations: per column, RPL names and ADD names.
 Decisions = dict[str, tuple[list[str], list[str]]]

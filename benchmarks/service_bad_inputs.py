@@ -1316,8 +1316,8 @@ def run_store(
     (default: a temporary one); wait until it is ready; run every case."""
     from fastapi.testclient import TestClient
 
-    from cta.settings import Settings
     from service.app import create_app
+    from service.settings import ServiceSettings
 
     build: Any  # the stand-in or a real factory: anything with the Pipeline surface
     if factory is None:
@@ -1331,7 +1331,7 @@ def run_store(
         tempfile.TemporaryDirectory(prefix="cta-bad-inputs-") as tmp,
         store_url(store, Path(tmp)) as url,
     ):
-        settings = Settings(
+        settings = ServiceSettings(
             home=home or Path(tmp),
             database_url=url,
             api_keys=[API_KEY],

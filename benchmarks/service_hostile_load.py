@@ -63,7 +63,8 @@ def wtq_tables(root: Path, columns: int, n: int, skip: int = 0) -> list[dict[str
 def wide_table(root: Path, width: int = 200) -> dict[str, Any]:
     """``width`` distinct real WTQ headers as one table of two rows (inside the limits)."""
     from cta.formats.tables import load_csv
-    from cta.table import InvalidTableError, name_key
+    from cta.table import InvalidTableError
+    from cta.words import name_key
 
     names: dict[str, str] = {}
     for path in sorted(root.glob("*/*.csv")):

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cta.apply.dataset import Proposer, perturb_spider, spider_inputs
+
 from cta.apply.rewrite import BoundQuery, bind_query
 from cta.formats.spider import load_spider
 from cta.results import ColumnPerturbations, Decision, PerturbationResult

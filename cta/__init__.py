@@ -1,9 +1,13 @@
 """CTA — Contextualized Table Augmentation: natural adversarial table perturbations.
 
-The public surface: the table model, settings and the pipeline. Implementation details live
-in submodules.
+The public surface: the table model, the pipeline and its options, the results, the settings
+and the recipes that compose a pipeline. Everything else lives in submodules (see the
+README's design notes for the layers). Importing :mod:`cta` loads no model library (torch,
+transformers, faiss, gensim load when a component is built).
 """
 
+from cta import recipes
+from cta.pipeline import Cancelled, PerturbOptions, Pipeline, estimate_pairs
 from cta.results import (
     Candidate,
     CandidateReport,
@@ -18,6 +22,7 @@ from cta.settings import Settings, get_settings
 from cta.table import Column, ColumnType, ForeignKey, InvalidTableError, Table
 
 __all__ = [
+    "Cancelled",
     "Candidate",
     "CandidateReport",
     "Column",
@@ -28,9 +33,13 @@ __all__ = [
     "ForeignKey",
     "InvalidTableError",
     "JudgeScore",
+    "PerturbOptions",
     "PerturbationResult",
     "PerturbedTable",
+    "Pipeline",
     "Settings",
     "Table",
+    "estimate_pairs",
     "get_settings",
+    "recipes",
 ]

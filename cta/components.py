@@ -53,6 +53,12 @@ class Reranker(Protocol):
         """The ``k`` most similar candidates, best first, ties broken by name."""
         ...
 
+    def rank_many(
+        self, targets: Sequence[str], candidates: Sequence[str], k: int
+    ) -> list[list[tuple[str, float]]]:
+        """:meth:`rank` for several targets over one candidate list (one matrix product)."""
+        ...
+
 
 class ColumnContext(BaseModel):
     """A target column in its table: what a candidate source may look at to fit its names.
@@ -128,6 +134,14 @@ class NameEquivalence(Protocol):
     def same_meaning(self, a: str, b: str) -> bool:
         """Whether the name ``a`` can stand for the column ``b``."""
         ...
+
+
+@runtime_checkable
+class AddCandidates(Protocol):
+    """Replaces the ADD candidates of a target column (the "without retriever" ablation of
+    ADVETA Table 5: ADD names from word-embedding neighbours instead of retrieved tables)."""
+
+    def add_candidates(self, table: Table, target: Column, k: int) -> list[Candidate]: ...
 
 
 @runtime_checkable

@@ -9,7 +9,6 @@ Few-NERD fine-grained types (paper Appendix B.2).
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 from cta.components import EntailmentModel
 from cta.results import EntitySource
 from cta.table import Table
+from cta.words import split_name
 
 # 48 classes adapted from Few-NERD's 66 fine-grained types: the eight coarse types are kept as
 # general classes, fine types that rarely head a table (god, astronomy thing, …) are dropped and
@@ -82,29 +82,6 @@ ENTITY_CLASSES: tuple[str, ...] = (
 )
 
 DEFAULT_ENTITY_HYPOTHESIS = "This table is about {entity}."
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SEPARATORS = re.compile(r"[_\s./\\|:;,]+")
-
-
-def split_name(name: str) -> list[str]:
-    """Words of a schema or table name: snake_case, camelCase, dots and spaces → lower-case words.
-
-    ``"concert_singer"`` → ``["concert", "singer"]``, ``"BatterNumber"`` → ``["batter", "number"]``.
-    """
-    spaced = _CAMEL.sub(" ", name.strip())
-    return [w.lower() for w in _SEPARATORS.split(spaced) if w]
-
-
-def column_words(name: str) -> str:
-    """A column name as the judge reads it: ``first_name``, ``FirstName`` → ``first name``.
-
-    Unlike :func:`split_name`, only case and underscores/camelCase change (punctuation such as
-    ``#`` or ``no.`` stays), so the judge sees corpus headers, user columns and its training
-    texts written the same way.
-    """
-    return " ".join(_CAMEL.sub(" ", name).replace("_", " ").split()).lower()
-
 
 def singularise(name: str) -> str:
     """The entity a table name stands for: words of the name with the last one made singular.

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Literal
 
 from cta.table import ColumnType
+from cta.words import camel_parts, name_words, word_spans
 
 __all__ = [
     "NameStyle",
@@ -36,49 +37,6 @@ __all__ = [
     "word_spans",
     "word_zipf",
 ]
-
-_ALNUM_RUN = re.compile(r"[^\W_]+")
-_LETTERS_OR_DIGITS = re.compile(r"\d+|[^\W\d_]+")
-
-
-def _camel_parts(run: str) -> list[tuple[int, int]]:
-    """Spans of camelCase parts of a run of letters (``"HTTPServer"`` → HTTP, Server)."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for i in range(1, len(run)):
-        prev, cur = run[i - 1], run[i]
-        nxt = run[i + 1] if i + 1 < len(run) else ""
-        if (prev.islower() and cur.isupper()) or (
-            prev.isupper() and cur.isupper() and nxt.islower()
-        ):
-            spans.append((start, i))
-            start = i
-    spans.append((start, len(run)))
-    return spans
-
-
-def word_spans(name: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each word of a column name, split on separators and camelCase.
-
-    Anything that is not a letter or digit separates words (space, ``_``, ``-``,
-    punctuation); runs of letters split at camelCase and letter/digit boundaries.
-    """
-    spans: list[tuple[int, int]] = []
-    for run in _ALNUM_RUN.finditer(name):
-        for piece in _LETTERS_OR_DIGITS.finditer(run.group()):
-            offset = run.start() + piece.start()
-            text = piece.group()
-            if text[0].isdigit():
-                spans.append((offset, offset + len(text)))
-            else:
-                spans.extend((offset + a, offset + b) for a, b in _camel_parts(text))
-    return spans
-
-
-def name_words(name: str) -> list[str]:
-    """Lowercase words of a column name: ``"firstName"``, ``"first_name"`` → ``["first", "name"]``."""
-    return [name[a:b].lower() for a, b in word_spans(name)]
-
 
 @lru_cache(maxsize=200_000)
 def word_zipf(word: str) -> float:
@@ -230,7 +188,7 @@ def _tokens(name: str) -> list[str]:
         if not chunk:
             continue
         if re.fullmatch(r"[A-Za-z]+", chunk):
-            out.extend(chunk[a:b] for a, b in _camel_parts(chunk))
+            out.extend(chunk[a:b] for a, b in camel_parts(chunk))
         else:
             out.append(chunk)
     return out

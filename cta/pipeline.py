@@ -10,14 +10,16 @@ time in model forward passes rather than in Python.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from cta import registry
+from cta.apply.sample import sample_perturbations
 from cta.components import (
+    AddCandidates,
     CandidateSource,
     ColumnContext,
     DictionaryReplacer,
@@ -27,17 +29,12 @@ from cta.components import (
     Reranker,
     Retriever,
 )
-from cta.judge.decide import (
-    SameMeaning,
-    add_possible,
-    is_add_against,
-    is_new_column,
-    is_rpl,
-    passes_add,
-    rpl_possible,
-    verdict,
-)
+from cta.context import primary_entity as find_primary_entity
+from cta.judge.decide import DecisionRule, SameMeaning, is_new_column
+from cta.judge.nli import JudgePair
+from cta.judge.protocol import Judge
 from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
+from cta.pool import natural_pool
 from cta.results import (
     Candidate,
     CandidateReport,
@@ -49,10 +46,8 @@ from cta.results import (
     PerturbationResult,
 )
 from cta.settings import Settings, get_settings
-from cta.table import Column, ColumnType, Table, name_key
-
-if TYPE_CHECKING:
-    from cta.judge import BidirectionalJudge, JudgePair
+from cta.table import Column, ColumnType, Table
+from cta.words import name_key
 
 log = logging.getLogger(__name__)
 
@@ -116,25 +111,28 @@ class _TablePlan:
 
 @dataclass
 class Pipeline:
-    """CTA over one set of components (build with :meth:`from_settings`)."""
+    """CTA over one set of components (build with :meth:`from_settings`, or compose one as
+    :mod:`cta.recipes` does).
+
+    ``add_source``, when set, replaces the ADD candidates of every target column (an
+    ablation: :func:`cta.recipes.without_retriever`)."""
 
     settings: Settings
     retriever: Retriever | None
     reranker: Reranker
     dictionary: DictionaryReplacer | None
-    judge_model: BidirectionalJudge
+    judge_model: Judge
     sources: Sequence[CandidateSource] = ()
+    add_source: AddCandidates | None = None
     _known_names: tuple[frozenset[str] | None] | None = field(default=None, repr=False)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Pipeline:
         """Load every component named in ``settings`` (index, vectors, lexicon, judge)."""
-        from retriever.dense import retriever_from_settings
-
         settings = settings or get_settings()
         return cls(
             settings=settings,
-            retriever=retriever_from_settings(settings),
+            retriever=registry.create("retriever", "dense", settings),
             reranker=registry.create("vectors", settings.vectors, settings),
             dictionary=registry.create("lexicon", settings.lexicon, settings),
             judge_model=registry.create("judge", settings.judge, settings),
@@ -170,9 +168,7 @@ class Pipeline:
     # -- stage 0: context ------------------------------------------------------------------
     def primary_entity(self, table: Table) -> tuple[str, EntitySource]:
         """The table's primary entity and where it came from (given / table-name / predicted)."""
-        from cta.context import primary_entity
-
-        entity, source = primary_entity(
+        entity, source = find_primary_entity(
             table,
             self.entailment_model,
             use_name=self.settings.entity_from_name,
@@ -191,8 +187,6 @@ class Pipeline:
         return self._candidates(table, entity, seed)
 
     def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
-        from retriever.dense import natural_pool
-
         targets = table.targets()
         retrieved_ids: list[str] = []
         retrieved_by_target: list[list[Candidate]] = [[] for _ in targets]
@@ -212,7 +206,9 @@ class Pipeline:
             if pool:
                 names = [col.name for col, _ in pool]
                 by_name = {col.name: (col, ids) for col, ids in pool}
-                ranked = self._rank_many([t.name for t in targets], names)
+                ranked = self.reranker.rank_many(
+                    [t.name for t in targets], names, self.settings.rerank_top_k
+                )
                 for i, ranking in enumerate(ranked):
                     for name, score in ranking:
                         col, ids = by_name[name]
@@ -285,14 +281,6 @@ class Pipeline:
             out.append(cand.model_copy(update=update))
         return out
 
-    def _rank_many(self, targets: list[str], names: list[str]) -> list[list[tuple[str, float]]]:
-        k = self.settings.rerank_top_k
-        rank_many = getattr(self.reranker, "rank_many", None)
-        if rank_many is not None:
-            result: list[list[tuple[str, float]]] = rank_many(targets, names, k)
-            return result
-        return [self.reranker.rank(t, names, k) for t in targets]
-
     # -- stages 4–5: judge and decide ---------------------------------------------------------
     def perturb(self, table: Table, options: PerturbOptions | None = None) -> PerturbationResult:
         """Judged RPL and ADD names for every target column of one table."""
@@ -311,96 +299,93 @@ class Pipeline:
         the work of clients that left)."""
 
         options = options or PerturbOptions()
-        rpl_thr = _pick(options.rpl_threshold, self.settings.rpl_threshold)
-        add_thr = _pick(options.add_threshold, self.settings.add_threshold)
+        rule = DecisionRule.from_settings(
+            self.settings, options.rpl_threshold, options.add_threshold
+        )
         plans = []
         for table in tables:
             _check_stop(should_stop)
             plans.append(self._plan(table, options.seed))
 
-        rpl_agg, add_agg = self.settings.rpl_aggregation, self.settings.add_aggregation
-
         # Pass 1: every candidate against its own target column (serves RPL and the first
         # ADD check), batched over all tables. e1 first; e2 only where it can still matter:
         # a candidate whose e1 already rules out RPL and ADD (min/max: 0.45 < e1 < 0.65, or a
         # dictionary candidate with e1 < 0.65) is decided without it.
-        first: dict[_Key, tuple[str | None, Column, Candidate]] = {}
-        for plan in plans:
-            for target in plan.table.targets():
-                # A name may be both (as a rename it has the column's type, as a new column
-                # its own): the key tells them apart.
-                for cand in [*plan.rpl[target.name], *plan.add[target.name]]:
-                    first.setdefault(_key(plan.entity, target, cand), (plan.entity, target, cand))
+        # A name may be both (as a rename it has the column's type, as a new column its own):
+        # the pair's types tell them apart. Dicts as ordered sets: the judge's batches follow
+        # the order pairs were first met.
+        first = dict.fromkeys(
+            PairKey.of(plan.entity, target, cand)
+            for plan in plans
+            for target in plan.table.targets()
+            for cand in [*plan.rpl[target.name], *plan.add[target.name]]
+        )
         forward = self._entail(first, should_stop=should_stop)
-        backward_needed: dict[_Key, tuple[str | None, Column, Candidate]] = {}
+        backward_needed: dict[PairKey, None] = {}
         for plan in plans:
             for target in plan.table.targets():
-                for cands, possible, thr, how in (
-                    (plan.rpl[target.name], rpl_possible, rpl_thr, rpl_agg),
-                    (plan.add[target.name], add_possible, add_thr, add_agg),
+                for cands, possible in (
+                    (plan.rpl[target.name], rule.rpl_possible),
+                    (plan.add[target.name], rule.add_possible),
                 ):
                     for cand in cands:
-                        key = _key(plan.entity, target, cand)
-                        if possible(forward[key], thr, how):
-                            backward_needed[key] = first[key]
+                        key = PairKey.of(plan.entity, target, cand)
+                        if possible(forward[key]):
+                            backward_needed[key] = None
         backward = self._entail(backward_needed, reverse=True, should_stop=should_stop)
         first_scores = {key: (forward[key], backward.get(key)) for key in first}
 
         # Pass 2: ADD survivors against every *other* column of their table; the same
         # e1-first order, e2 only for candidates no other column has already ruled out.
-        groups: list[list[_Key]] = []
-        second: dict[_Key, tuple[str | None, Column, Candidate]] = {}
+        groups: list[list[PairKey]] = []
+        second: dict[PairKey, None] = {}
         for plan in plans:
             for target in plan.table.targets():
                 for cand in plan.add[target.name]:
-                    e1, e2 = first_scores[_key(plan.entity, target, cand)]
-                    if e2 is None or not is_add_against(e1, e2, add_thr, add_agg):
+                    e1, e2 = first_scores[PairKey.of(plan.entity, target, cand)]
+                    if e2 is None or not rule.is_add_against(e1, e2):
                         continue
-                    group = []
-                    for other in plan.table.columns:
-                        if other.name != target.name:
-                            key = _key(plan.entity, other, cand)
-                            second[key] = (plan.entity, other, cand)
-                            group.append(key)
+                    group = [
+                        PairKey.of(plan.entity, other, cand)
+                        for other in plan.table.columns
+                        if other.name != target.name
+                    ]
+                    second.update(dict.fromkeys(group))
                     groups.append(group)
         forward2 = self._entail(second, should_stop=should_stop)
         alive = {
             key
             for group in groups
-            if all(add_possible(forward2[k], add_thr, add_agg) for k in group)
+            if all(rule.add_possible(forward2[k]) for k in group)
             for key in group
         }
         backward2 = self._entail(
-            {k: second[k] for k in second if k in alive}, reverse=True, should_stop=should_stop
+            [k for k in second if k in alive], reverse=True, should_stop=should_stop
         )
         second_scores = {key: (forward2[key], backward2.get(key)) for key in second}
 
-        results = []
-        for plan in plans:
-            results.append(
-                self._decide(plan, options, rpl_thr, add_thr, first_scores, second_scores)
-            )
-        return results
+        return [self._decide(plan, options, rule, first_scores, second_scores) for plan in plans]
 
     def _entail(
         self,
-        pairs: dict[_Key, tuple[str | None, Column, Candidate]],
+        pairs: Iterable[PairKey],
         reverse: bool = False,
         should_stop: Callable[[], bool] | None = None,
-    ) -> dict[_Key, float]:
+    ) -> dict[PairKey, float]:
         """One entailment direction for every (column, candidate) pair, in one batched call:
         e1 (column ⇒ candidate), or e2 with ``reverse``. With ``should_stop``, in chunks of
         whole judge batches with a check before each (scores do not depend on the chunking:
         the judge pads its batches to a canonical shape and caches)."""
-        judged = [_pair(entity, column, cand) for entity, column, cand in pairs.values()]
+        keys = list(pairs)
+        judged = [key.judge_pair() for key in keys]
         if should_stop is None:
-            return dict(zip(pairs, self.judge_model.entail(judged, reverse=reverse), strict=True))
+            return dict(zip(keys, self.judge_model.entail(judged, reverse=reverse), strict=True))
         chunk = max(1, self.settings.judge_batch_size) * _STOP_CHUNK_BATCHES
         scores: list[float] = []
         for start in range(0, len(judged), chunk):
             _check_stop(should_stop)
             scores += self.judge_model.entail(judged[start : start + chunk], reverse=reverse)
-        return dict(zip(pairs, scores, strict=True))
+        return dict(zip(keys, scores, strict=True))
 
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         entity, source = self.primary_entity(table)
@@ -418,16 +403,20 @@ class Pipeline:
                 if name_key(c.name) not in own
                 and is_new_column(c.name, names, entity, same_meaning)
             ]
+        if self.add_source is not None:
+            for target in table.targets():
+                plan.add[target.name] = self.add_source.add_candidates(
+                    table, target, self.settings.rerank_top_k
+                )
         return plan
 
     def _decide(
         self,
         plan: _TablePlan,
         options: PerturbOptions,
-        rpl_thr: float,
-        add_thr: float,
-        first: dict[_Key, tuple[float, float | None]],
-        second: dict[_Key, tuple[float, float | None]],
+        rule: DecisionRule,
+        first: dict[PairKey, tuple[float, float | None]],
+        second: dict[PairKey, tuple[float, float | None]],
     ) -> PerturbationResult:
         columns = []
         limit = options.max_candidates
@@ -435,23 +424,23 @@ class Pipeline:
             replace: list[Decision] = []
             # e2 is None where e1 alone settled the pair (see perturb_many): not RPL, not ADD.
             for cand in plan.rpl[target.name]:
-                e1, e2 = first[_key(plan.entity, target, cand)]
-                if e2 is not None and is_rpl(e1, e2, rpl_thr, self.settings.rpl_aggregation):
+                e1, e2 = first[PairKey.of(plan.entity, target, cand)]
+                if e2 is not None and rule.is_rpl(e1, e2):
                     replace.append(_decision(cand, e1, e2))
             add: list[Decision] = []
             for cand in plan.add[target.name]:
-                e1, e2 = first[_key(plan.entity, target, cand)]
-                if e2 is None or not is_add_against(e1, e2, add_thr, self.settings.add_aggregation):
+                e1, e2 = first[PairKey.of(plan.entity, target, cand)]
+                if e2 is None or not rule.is_add_against(e1, e2):
                     continue  # pass 2 only scored the survivors of the target check
                 others = [
-                    second[_key(plan.entity, other, cand)]
+                    second[PairKey.of(plan.entity, other, cand)]
                     for other in plan.table.columns
                     if other.name != target.name
                 ]
                 if any(o2 is None for _, o2 in others):
                     continue  # another column's e1 already ruled it out
                 checked = [(o1, o2) for o1, o2 in others if o2 is not None]
-                if passes_add([(e1, e2), *checked], add_thr, self.settings.add_aggregation):
+                if rule.passes_add([(e1, e2), *checked]):
                     add.append(_decision(cand, e1, e2))
             # RPL: most mutually entailed first; ADD: keep the reranker's association order.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
@@ -469,8 +458,6 @@ class Pipeline:
             columns=columns,
         )
         if options.samples:
-            from cta.apply.sample import sample_perturbations
-
             result.samples = [
                 *sample_perturbations(plan.table, result, "rpl", options.samples, options.seed),
                 *sample_perturbations(plan.table, result, "add", options.samples, options.seed),
@@ -485,21 +472,9 @@ class Pipeline:
         add_threshold: float | None = None,
     ) -> list[JudgeScore]:
         """Score pairs both ways; the verdict applies both thresholds to each single pair."""
-        rpl_thr = _pick(rpl_threshold, self.settings.rpl_threshold)
-        add_thr = _pick(add_threshold, self.settings.add_threshold)
+        rule = DecisionRule.from_settings(self.settings, rpl_threshold, add_threshold)
         return [
-            JudgeScore(
-                e1=e1,
-                e2=e2,
-                verdict=verdict(
-                    e1,
-                    e2,
-                    rpl_thr,
-                    add_thr,
-                    self.settings.rpl_aggregation,
-                    self.settings.add_aggregation,
-                ),
-            )
+            JudgeScore(e1=e1, e2=e2, verdict=rule.verdict(e1, e2))
             for e1, e2 in self.judge_model.score(pairs)
         ]
 
@@ -509,8 +484,6 @@ class Pipeline:
         The families' judge (:data:`cta.families.naming.EquivalenceJudge`): abbreviations are
         kept only when this holds.
         """
-        from cta.judge import JudgePair
-
         judged = [
             JudgePair.model_validate(
                 {"entity": entity, "target": {"name": a}, "candidate": {"name": b}}
@@ -525,10 +498,6 @@ def _check_stop(should_stop: Callable[[], bool] | None) -> None:
         raise Cancelled("stopped: every request of this call was cancelled")
 
 
-def _pick(value: float | None, default: float) -> float:
-    return default if value is None else value
-
-
 def _union(*lists: Sequence[Candidate]) -> list[Candidate]:
     """Candidates of all lists, first occurrence of each normalised name wins."""
     seen: set[str] = set()
@@ -541,24 +510,28 @@ def _union(*lists: Sequence[Candidate]) -> list[Candidate]:
     return out
 
 
-def _pair(entity: str | None, target: Column, cand: Candidate) -> JudgePair:
-    from cta.judge import JudgePair
+class PairKey(NamedTuple):
+    """One directed (column ⇒ candidate) pair in a table's context: the judge's unit of work
+    and the key its scores are kept under (everything the judge's texts are made of)."""
 
-    return JudgePair.model_validate(
-        {
-            "entity": entity,
-            "target": {"name": target.name, "type": target.type},
-            "candidate": {"name": cand.name, "type": cand.type},
-        }
-    )
+    entity: str
+    column: str
+    column_type: ColumnType
+    candidate: str
+    candidate_type: ColumnType
 
+    @classmethod
+    def of(cls, entity: str, column: Column, cand: Candidate) -> PairKey:
+        return cls(entity, column.name, column.type, cand.name, cand.type)
 
-_Key = tuple[str, str, str, str, str]
-
-
-def _key(entity: str | None, column: Column, cand: Candidate) -> _Key:
-    """Identity of a judged (column, candidate) pair in a table's context."""
-    return (entity or "", column.name, str(column.type), cand.name, str(cand.type))
+    def judge_pair(self) -> JudgePair:
+        return JudgePair.model_validate(
+            {
+                "entity": self.entity,
+                "target": {"name": self.column, "type": self.column_type},
+                "candidate": {"name": self.candidate, "type": self.candidate_type},
+            }
+        )
 
 
 def _decision(cand: Candidate, e1: float, e2: float) -> Decision:

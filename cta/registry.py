@@ -20,6 +20,7 @@ _REGISTRY: dict[str, dict[str, Factory]] = {}
 
 # stage -> module that registers its implementations on import
 _PROVIDERS: dict[str, str] = {
+    "retriever": "retriever.dense",
     "encoder": "retriever.encoders",
     "vectors": "retriever.rerank",
     "lexicon": "retriever.lexicon",

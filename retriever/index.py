@@ -36,9 +36,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from cta import registry
+from cta.annotations import load_annotated_tables
 from cta.components import TableEncoder
 from cta.settings import Settings
-from cta.table import Column, Table, name_key
+from cta.table import Column, Table
+from cta.words import name_key
 from retriever.corpus import Corpus, CorpusSpec
 
 __all__ = [
@@ -431,8 +434,6 @@ def build_from_recipe(
 ) -> IndexInfo:
     """Build the index a recipe describes (default: ``indexes/default.yaml``) with the
     settings' encoder and index kind, at ``out_dir`` (default: the settings' index dir)."""
-    from cta import registry
-
     if not isinstance(recipe, IndexRecipe):
         recipe = IndexRecipe.load(recipe or DEFAULT_RECIPE)
     encoder = registry.create("encoder", settings.encoder, settings)
@@ -449,8 +450,6 @@ def build_from_recipe(
 
 def annotated_holdout(settings: Settings, splits: Sequence[str] = ("dev",)) -> frozenset[str]:
     """Ids of the annotated tables of ``splits`` (evaluation data: never indexed)."""
-    from cta.annotations import load_annotated_tables
-
     if not splits:
         return frozenset()
     tables = load_annotated_tables(settings.resolved_annotations_dir())

@@ -6,7 +6,7 @@ associated, different columns (``price`` → ``discount``, ``quantity``). For a 
 whose name matches a header, the equivalent names are proposed as RPL candidates and the
 associated ones as ADD candidates; the judge decides as for every other candidate.
 
-A column matches a header through :func:`cta.table.name_key` (case, ``_``/``-``, camelCase
+A column matches a header through :func:`cta.words.name_key` (case, ``_``/``-``, camelCase
 and spacing ignored), trying in turn the name itself, its last word singular or plural
 (``authors`` → ``author``), and the name without the table's entity (``book title`` in a
 table of books → ``title``).
@@ -23,7 +23,8 @@ from cta.names import name_type
 from cta.registry import register
 from cta.results import Candidate
 from cta.settings import Settings
-from cta.table import ColumnType, name_key
+from cta.table import ColumnType
+from cta.words import name_key
 
 __all__ = ["ThesaurusSource", "name_variants"]
 

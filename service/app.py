@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
 from cta.pipeline import Pipeline
-from cta.settings import Settings, get_settings
 from service.batching import Batcher
 from service.errors import install_error_handlers
 from service.guard import RequestGuard
-from service.host import PipelineHost
+from service.host import EngineFactory, PipelineHost
 from service.jobs.store import JobStore
 from service.jobs.worker import start_workers
 from service.routes import engine, health, jobs
+from service.settings import ServiceSettings, get_service_settings
 
 API_VERSION = "1.0.0"
 
@@ -37,12 +37,13 @@ DESCRIPTION = (
 
 
 def create_app(
-    settings: Settings | None = None,
-    pipeline_factory: Callable[[Settings], Pipeline] = Pipeline.from_settings,
+    settings: ServiceSettings | None = None,
+    pipeline_factory: EngineFactory = Pipeline.from_settings,
     inprocess_workers: int | None = None,
 ) -> FastAPI:
-    """The service over ``settings``; ``pipeline_factory`` builds the engine (injectable)."""
-    settings = settings or get_settings()
+    """The service over ``settings``; ``pipeline_factory`` builds the engine (injectable: any
+    :class:`cta.engine.Engine`)."""
+    settings = settings or get_service_settings()
     n_workers = settings.inprocess_workers if inprocess_workers is None else inprocess_workers
 
     @asynccontextmanager

@@ -350,10 +350,11 @@ class Batcher:
         if head.group[0] == "perturb":
             assert head.options is not None
             tables = [r.table for r in group if r.table is not None]
-            return list(self.host.perturb_many(tables, head.options, should_stop=should_stop))
+            options = head.options
+            return self.host.call(lambda engine: engine.perturb_many(tables, options, should_stop))
         # Judge: one call over the concatenated pairs, split back per request.
         flat = [pair for r in group for pair in r.pairs]
-        scores = self.host.judge(flat, *head.thresholds)
+        scores = self.host.call(lambda engine: engine.judge(flat, *head.thresholds))
         out: list[Any] = []
         start = 0
         for r in group:

@@ -10,16 +10,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from cta.judge.nli import JudgePair
-from cta.pipeline import PerturbOptions, Pipeline, estimate_pairs
-from cta.results import JudgeScore, PerturbationResult
-from cta.settings import Settings
+from cta.engine import Engine
+from cta.pipeline import PerturbOptions, estimate_pairs
+from cta.results import PerturbationResult
 from cta.table import Table
+from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 
-PipelineFactory = Callable[[Settings], Pipeline]
+#: builds the engine from the settings (default :meth:`cta.pipeline.Pipeline.from_settings`)
+EngineFactory = Callable[[ServiceSettings], Engine]
+
+T = TypeVar("T")
 
 
 class PipelineNotReady(RuntimeError):
@@ -33,10 +37,10 @@ class PipelineNotReady(RuntimeError):
 class PipelineHost:
     """Owns the pipeline: background loading, readiness, and serialised calls."""
 
-    def __init__(self, settings: Settings, factory: PipelineFactory) -> None:
+    def __init__(self, settings: ServiceSettings, factory: EngineFactory) -> None:
         self.settings = settings
         self._factory = factory
-        self._pipeline: Pipeline | None = None
+        self._pipeline: Engine | None = None
         self._error: str | None = None
         self._loaded = threading.Event()
         self._lock = threading.Lock()
@@ -76,10 +80,12 @@ class PipelineHost:
             return ""
         return f"pipeline failed to load: {self._error}" if self._error else "pipeline loading"
 
-    def _get(self) -> Pipeline:
+    def call(self, method: Callable[[Engine], T]) -> T:
+        """``method(engine)`` under the host's lock: every call into the engine goes here."""
         if self._pipeline is None:
             raise PipelineNotReady(self.detail, failed=self._error is not None)
-        return self._pipeline
+        with self._lock:
+            return method(self._pipeline)
 
     # -- cost -------------------------------------------------------------------------------
     def estimate_pairs(self, table: Table) -> int:
@@ -87,35 +93,13 @@ class PipelineHost:
         request can be refused) before the pipeline has loaded."""
         return estimate_pairs(table, self.settings)
 
-    # -- serialised calls into the engine -----------------------------------------------------
+    # -- the calls the job workers make --------------------------------------------------------
     def perturb_many(
-        self,
-        tables: Sequence[Table],
-        options: PerturbOptions,
-        should_stop: Callable[[], bool] | None = None,
+        self, tables: Sequence[Table], options: PerturbOptions
     ) -> list[PerturbationResult]:
-        """:meth:`Pipeline.perturb_many` under the host's lock; ``should_stop`` aborts it
-        with :class:`cta.pipeline.Cancelled` (passed only when given, so stand-ins without
-        the parameter keep working)."""
-        pipeline = self._get()
-        with self._lock:
-            if should_stop is None:
-                return pipeline.perturb_many(tables, options)
-            return pipeline.perturb_many(tables, options, should_stop=should_stop)
+        """:meth:`Engine.perturb_many` under the host's lock."""
+        return self.call(lambda engine: engine.perturb_many(tables, options))
 
     def equivalent(self, pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
-        """:meth:`Pipeline.equivalent` (the families' judge) under the host's lock."""
-        pipeline = self._get()
-        with self._lock:
-            return pipeline.equivalent(pairs)
-
-    def judge(
-        self,
-        pairs: Sequence[JudgePair],
-        rpl_threshold: float | None = None,
-        add_threshold: float | None = None,
-    ) -> list[JudgeScore]:
-        """:meth:`Pipeline.judge` under the host's lock."""
-        pipeline = self._get()
-        with self._lock:
-            return pipeline.judge(pairs, rpl_threshold, add_threshold)
+        """:meth:`Engine.equivalent` (the families' judge) under the host's lock."""
+        return self.call(lambda engine: engine.equivalent(pairs))

@@ -8,11 +8,11 @@ The body size (``max_body_bytes``, 413) is checked by :mod:`service.guard`.
 from __future__ import annotations
 
 from cta.judge.nli import JudgePair
-from cta.settings import Settings
 from cta.table import InvalidTableError, Table, table_strings
+from service.settings import ServiceSettings
 
 
-def check_table_limits(table: Table, settings: Settings) -> None:
+def check_table_limits(table: Table, settings: ServiceSettings) -> None:
     """Raise :class:`InvalidTableError` naming the limit a table exceeds."""
     if len(table.columns) > settings.max_columns:
         raise InvalidTableError(
@@ -27,7 +27,7 @@ def check_table_limits(table: Table, settings: Settings) -> None:
         _check_length(where, text, settings.max_string_length)
 
 
-def check_pair_limits(pairs: list[JudgePair], settings: Settings) -> None:
+def check_pair_limits(pairs: list[JudgePair], settings: ServiceSettings) -> None:
     """Raise :class:`InvalidTableError` when a judge request exceeds a limit."""
     if len(pairs) > settings.max_batch_pairs:
         raise InvalidTableError(

@@ -6,14 +6,13 @@ from typing import Any
 
 import yaml
 
-from cta.settings import Settings
+from service.app import create_app
+from service.settings import ServiceSettings
 
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI document of the app (independent of the running configuration)."""
-    from service.app import create_app
-
-    app = create_app(Settings(api_keys=[]))
+    app = create_app(ServiceSettings(api_keys=[]))
     document: dict[str, Any] = app.openapi()
     return document
 

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from cta.apply.dataset import SpiderDatabaseResult
+from cta.datasets import SpiderDatabaseResult
 from cta.evaluation.payload import EvalDatabaseResult
 from cta.evaluation.scoring import EvalReport
 from cta.families.base import FamilyKind

@@ -121,8 +121,8 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from test_judge import tiny_checkpoint
 
     from cta import registry
-    from cta.judge.train import train_judge
     from cta.settings import Settings
+    from cta.training import train_judge
     from cta.wordnet import load_wordnet
     from retriever.index import build_corpus_index
     from retriever.vectors import build_glove_retrofit, save_vectors

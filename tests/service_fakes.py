@@ -1,13 +1,16 @@
-"""A stand-in pipeline for service tests: the Pipeline's surface, real result models, no models.
+"""A stand-in engine for service tests: the :class:`cta.engine.Engine` surface, real result
+models and the real RPL/ADD rule (:class:`cta.judge.decide.DecisionRule`), no models.
 
 Routing, validation, batching, jobs, crash/resume, auth and the SDK are tested against it;
-end-to-end tests use the real pipeline over the ``tiny_home`` fixture. Deterministic: every
-target column gets one RPL name (``"<column> alias"``) and one ADD name (``"<column> note"``).
-``make_pipeline`` is the ``--pipeline service_fakes:make_pipeline`` hook for subprocesses;
-env ``CTA_FAKE_DELAY`` (seconds per table) slows it down and ``CTA_FAKE_LOG`` (a path)
-appends one line per table it processes, so a test can see re-runs. With ``pairs_per_second``
-it takes as long as an engine judging each table's estimated pairs at that rate would, and
-honours ``should_stop`` while it does (load and cancellation tests).
+end-to-end tests use the real pipeline over the ``tiny_home`` fixture. Deterministic scores
+(:func:`fake_scores`): every target column gets one RPL name (``"<column> alias"``) and one
+ADD name (``"<column> note"``), kept or dropped by the real decision rule under the
+settings' thresholds and aggregations (or a request's overrides). ``make_pipeline`` is the
+``--pipeline service_fakes:make_pipeline`` hook for subprocesses; env ``CTA_FAKE_DELAY``
+(seconds per table) slows it down and ``CTA_FAKE_LOG`` (a path) appends one line per table it
+processes, so a test can see re-runs. With ``pairs_per_second`` it takes as long as an engine
+judging each table's estimated pairs at that rate would, and honours ``should_stop`` while it
+does (load and cancellation tests).
 """
 
 from __future__ import annotations
@@ -25,24 +28,33 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from cta.apply.sample import sample_perturbations
+from cta.judge.decide import DecisionRule
 from cta.judge.nli import JudgePair
 from cta.pipeline import Cancelled, PerturbOptions, estimate_pairs
-from cta.results import (
-    ColumnPerturbations,
-    Decision,
-    JudgeScore,
-    PerturbationResult,
-    Verdict,
-)
+from cta.results import ColumnPerturbations, Decision, JudgeScore, PerturbationResult
 from cta.settings import Settings
-from cta.table import InvalidTableError, Table
+from cta.table import Column, InvalidTableError, Table
+from service.settings import ServiceSettings
 
 #: a column with this name makes the stand-in raise, like an engine fault on one table
 POISON_COLUMN = "poison"
 
 
+def fake_scores(target: str, candidate: str) -> tuple[float, float]:
+    """The stand-in judge's ``(e1, e2)``: the same name (up to case) 0.95 both ways, the
+    column's ``alias`` (0.9, 0.8), its ``note`` (0.2, 0.1), anything else 0.3 both ways."""
+    if candidate.casefold() == target.casefold():
+        return 0.95, 0.95
+    if candidate == f"{target} alias":
+        return 0.9, 0.8
+    if candidate == f"{target} note":
+        return 0.2, 0.1
+    return 0.3, 0.3
+
+
 class FakePipeline:
-    """Same methods as :class:`cta.pipeline.Pipeline`; records its calls."""
+    """Same surface as :class:`cta.pipeline.Pipeline` (a :class:`cta.engine.Engine`);
+    records its calls."""
 
     def __init__(
         self,
@@ -61,9 +73,6 @@ class FakePipeline:
         self.gate: threading.Event | None = None  # when set by a test, calls wait for it
         self._lock = threading.Lock()
 
-    def perturb(self, table: Table, options: PerturbOptions | None = None) -> PerturbationResult:
-        return self.perturb_many([table], options)[0]
-
     def perturb_many(
         self,
         tables: Sequence[Table],
@@ -71,10 +80,7 @@ class FakePipeline:
         should_stop: Callable[[], bool] | None = None,
     ) -> list[PerturbationResult]:
         options = options or PerturbOptions()
-        with self._lock:
-            self.calls.append(("perturb_many", len(tables)))
-        if self.gate is not None:
-            self.gate.wait(10)
+        self._enter("perturb_many", len(tables))
         results = []
         for table in tables:
             if any(c.name == POISON_COLUMN for c in table.columns):
@@ -90,6 +96,13 @@ class FakePipeline:
                 with open(self.log_path, "a", encoding="utf-8") as fh:
                     fh.write(f"{os.getpid()} {table.id}\n")
         return results
+
+    def _enter(self, method: str, size: int) -> None:
+        """Record a call, then wait for the test's gate when it has one."""
+        with self._lock:
+            self.calls.append((method, size))
+        if self.gate is not None:
+            self.gate.wait(10)
 
     def _work(self, table: Table, pairs: int, should_stop: Callable[[], bool] | None) -> None:
         """Sleep as long as judging ``pairs`` at ``pairs_per_second`` takes, in chunks of
@@ -108,29 +121,38 @@ class FakePipeline:
     def _perturb(self, table: Table, options: PerturbOptions) -> PerturbationResult:
         entity = table.primary_entity or table.name or "row"
         source: Literal["given", "table-name"] = "given" if table.primary_entity else "table-name"
-        columns = [
-            ColumnPerturbations(
-                column=col.name,
-                replace=[
-                    Decision(
-                        name=f"{col.name} alias", type=col.type, e1=0.9, e2=0.8, source="dictionary"
-                    )
-                ],
-                add=[
-                    Decision(
-                        name=f"{col.name} note", type=col.type, e1=0.2, e2=0.1, source="retriever"
-                    )
-                ],
+        rule = DecisionRule.from_settings(
+            self.settings, options.rpl_threshold, options.add_threshold
+        )
+
+        def decision(
+            col: Column, name: str, origin: Literal["dictionary", "retriever"]
+        ) -> Decision:
+            e1, e2 = fake_scores(col.name, name)
+            return Decision(name=name, type=col.type, e1=e1, e2=e2, source=origin)
+
+        columns = []
+        for col in table.targets():
+            alias = decision(col, f"{col.name} alias", "dictionary")
+            note = decision(col, f"{col.name} note", "retriever")
+            against_every_column = [fake_scores(c.name, note.name) for c in table.columns]
+            columns.append(
+                ColumnPerturbations(
+                    column=col.name,
+                    replace=[alias] if rule.is_rpl(alias.e1, alias.e2) else [],
+                    add=[note] if rule.passes_add(against_every_column) else [],
+                )
             )
-            for col in table.targets()
-        ]
         result = PerturbationResult(
             table_id=table.id, primary_entity=entity, entity_source=source, columns=columns
         )
         if options.samples:
             result.samples = [
-                *sample_perturbations(table, result, "rpl", options.samples, options.seed),
-                *sample_perturbations(table, result, "add", options.samples, options.seed),
+                sample
+                for kind in ("rpl", "add")
+                for sample in sample_perturbations(
+                    table, result, kind, options.samples, options.seed
+                )
             ]
         return result
 
@@ -140,25 +162,22 @@ class FakePipeline:
         rpl_threshold: float | None = None,
         add_threshold: float | None = None,
     ) -> list[JudgeScore]:
-        with self._lock:
-            self.calls.append(("judge", len(pairs)))
-        if self.gate is not None:
-            self.gate.wait(10)
+        self._enter("judge", len(pairs))
         if self.pairs_per_second:
             time.sleep(len(pairs) / self.pairs_per_second)
-        rpl = self.settings.rpl_threshold if rpl_threshold is None else rpl_threshold
-        add = self.settings.add_threshold if add_threshold is None else add_threshold
+        rule = DecisionRule.from_settings(self.settings, rpl_threshold, add_threshold)
         scores = []
         for pair in pairs:
             if not pair.candidate.name.strip():
                 raise InvalidTableError("empty_column_name", "candidate has an empty name")
-            same = pair.target.name.casefold() == pair.candidate.name.casefold()
-            e1 = e2 = 0.95 if same else 0.3
-            verdict: Verdict = (
-                "RPL" if min(e1, e2) >= rpl else "ADD" if max(e1, e2) <= add else "NONE"
-            )
-            scores.append(JudgeScore(e1=e1, e2=e2, verdict=verdict))
+            e1, e2 = fake_scores(pair.target.name, pair.candidate.name)
+            scores.append(JudgeScore(e1=e1, e2=e2, verdict=rule.verdict(e1, e2)))
         return scores
+
+    def equivalent(self, pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        """The RPL rule over each (entity, name, other name), as the pipeline's."""
+        rule = DecisionRule.from_settings(self.settings)
+        return [rule.is_rpl(*fake_scores(name, other)) for _, name, other in pairs]
 
 
 def make_pipeline(settings: Settings) -> FakePipeline:
@@ -188,13 +207,13 @@ def wtq_like_table(i: int = 0, columns: int = 6, rows: int = 5) -> dict[str, obj
 
 @contextmanager
 def running_app(
-    settings: Settings, pipeline: FakePipeline | None = None, workers: int | None = None
+    settings: ServiceSettings, pipeline: FakePipeline | None = None, workers: int | None = None
 ) -> Iterator[tuple[TestClient, FakePipeline]]:
     """The app over a stand-in pipeline, started (lifespan) and ready."""
     from service.app import create_app
 
     fake = pipeline or FakePipeline(settings)
-    app = create_app(settings, lambda _: fake, inprocess_workers=workers)  # type: ignore[arg-type,return-value]
+    app = create_app(settings, lambda _: fake, inprocess_workers=workers)
     with TestClient(app, raise_server_exceptions=False) as client:
         wait_until(lambda: client.get("/readyz").status_code == 200, what="readiness")
         yield client, fake
@@ -209,12 +228,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(settings: Settings, fake: FakePipeline) -> Iterator[tuple[str, Any]]:
+def serving(settings: ServiceSettings, fake: FakePipeline) -> Iterator[tuple[str, Any]]:
     """The app over ``fake`` on a real uvicorn server in a thread (keep-alive, disconnects:
     what the in-process TestClient cannot show); yields its URL and the app once ready."""
     from service.app import create_app
 
-    app = create_app(settings, lambda _: fake, inprocess_workers=0)  # type: ignore[arg-type,return-value]
+    app = create_app(settings, lambda _: fake, inprocess_workers=0)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -15,15 +15,15 @@ from cta.annotations import (
     load_annotated_tables,
     load_thesaurus,
 )
-from cta.context import column_words
-from cta.judge.annotated import (
+from cta.settings import Settings
+from cta.table import ColumnType
+from cta.training.annotated import (
     ANNOTATION_RELATIONS,
     AnnotationRecipe,
     annotated_text_labels,
     annotation_examples,
 )
-from cta.settings import Settings
-from cta.table import ColumnType
+from cta.words import column_words
 
 REPO_ANNOTATIONS = Settings().resolved_annotations_dir()
 

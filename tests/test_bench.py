@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_quality import (  # noqa: E402
     AnnotatedTable,
-    EmbeddingAddPipeline,
+    EmbeddingAdd,
     EmbeddingNeighbours,
     is_common,
     match_key,
@@ -101,6 +101,7 @@ def test_naive_pipeline_reaches_the_same_decisions(tiny_pipeline: object) -> Non
 
 @pytest.mark.slow
 def test_ablations_without_retriever_and_without_judge(tiny_pipeline: object) -> None:
+    from cta import recipes
     from cta.pipeline import Pipeline
 
     assert isinstance(tiny_pipeline, Pipeline)
@@ -118,18 +119,19 @@ def test_ablations_without_retriever_and_without_judge(tiny_pipeline: object) ->
     assert set(proposals["rpl"]["bench:books/price"]) <= set(ranked[:15])
     assert set(proposals["add"]["bench:books/price"]) <= set(ranked[15:50])
 
-    no_retriever = EmbeddingAddPipeline(
-        settings=tiny_pipeline.settings,
-        retriever=None,
-        reranker=tiny_pipeline.reranker,
-        dictionary=tiny_pipeline.dictionary,
-        judge_model=tiny_pipeline.judge_model,
-        neighbours=neighbours,
-    )
+    no_retriever = recipes.without_retriever(tiny_pipeline, EmbeddingAdd(neighbours))
+    # No retriever: every RPL candidate comes from the dictionary (the tiny judge, untrained,
+    # accepts none of them, so the candidates are checked before the judge).
+    candidates = no_retriever.candidates(tables[0])
+    assert all(column.retrieved == [] for column in candidates.columns)
+    proposed = [c for column in candidates.columns for c in column.dictionary]
+    assert proposed and {c.source for c in proposed} == {"dictionary"}
     result = no_retriever.perturb(tables[0])
-    for column in result.columns:
-        assert all(d.source == "dictionary" for d in column.replace)
-        assert all(d.provenance == "embedding" for d in column.add)
+    replaced = [d for column in result.columns for d in column.replace]
+    added = [d for column in result.columns for d in column.add]
+    assert added, "the ablation proposed no ADD to check"
+    assert {d.source for d in replaced} <= {"dictionary"}
+    assert {d.provenance for d in added} == {"embedding"}
 
     items = [AnnotatedTable(table=tables[0], rpl={"price": ["cost"]}, add={"price": ["discount"]})]
     scored = score_system({"rpl": {"bench:books/price": ["costs"]}, "add": {}}, items)

@@ -12,10 +12,10 @@ from service_fakes import PETS, FakePipeline, running_app, wtq_like_table
 
 import service
 from cta.judge.nli import JudgeColumn, JudgePair
-from cta.settings import Settings
 from cta.table import Table
 from service.app import create_app
 from service.client import AsyncClient, Client, ServiceError
+from service.settings import ServiceSettings
 
 
 def test_public_names_are_exactly_the_sdk_and_the_app_factory() -> None:
@@ -33,7 +33,7 @@ def test_public_names_are_exactly_the_sdk_and_the_app_factory() -> None:
 def test_sync_client_perturb_judge_and_a_job_with_progress(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
     with running_app(settings) as (http, _):
         cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         result = cta.perturb(Table.parse(wtq_like_table()), seed=1, samples=1)
@@ -59,7 +59,7 @@ def test_sync_client_perturb_judge_and_a_job_with_progress(
 
 
 def test_sync_client_raises_service_errors_with_the_problem_code(tmp_path: Path) -> None:
-    with running_app(Settings(home=tmp_path), workers=0) as (http, _):
+    with running_app(ServiceSettings(home=tmp_path), workers=0) as (http, _):
         cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         bad = wtq_like_table()
         bad["target_columns"] = ["Nope"]
@@ -74,13 +74,13 @@ def test_sync_client_raises_service_errors_with_the_problem_code(tmp_path: Path)
 
 
 def test_async_client_against_the_app_in_process(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
 
-    def slow_to_load(s: Settings) -> FakePipeline:
+    def slow_to_load(s: ServiceSettings) -> FakePipeline:
         time.sleep(0.3)
         return FakePipeline(s)
 
-    app = create_app(settings, slow_to_load)  # type: ignore[arg-type]
+    app = create_app(settings, slow_to_load)
 
     async def scenario() -> tuple[list[str], list[int]]:
         async with app.router.lifespan_context(app):
@@ -171,7 +171,7 @@ def test_a_dataset_job_returns_rewritten_sql_perturbed_schemas_and_every_problem
         {"db_id": "ghost", "question": "?", "query": "SELECT 1"},
         {"question": "no database", "query": "SELECT 1"},
     ]
-    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
     with running_app(settings) as (http, _):
         cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         job = cta.submit_dataset([PETS], questions, kinds=["rpl", "add"], seeds=[0, 1])
@@ -224,7 +224,7 @@ def test_a_dataset_job_runs_the_families_and_says_why_an_item_is_unchanged(
         {"db_id": "pets", "question": "Names?", "query": "SELECT Fname FROM Student"},
         {"db_id": "pets", "question": "Old pets", "query": "SELECT * FROM Pets WHERE pet_age > 3"},
     ]
-    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
     kinds = ["shuffle", "opaque-keys", "remove-column", "table-rename"]
     with running_app(settings) as (http, _):
         cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]

@@ -83,7 +83,7 @@ def _exercise(url: str, tmp_path: Path, api_key: str | None = None) -> None:
         assert result.table_id == "t0" and result.primary_entity
         names = [c["name"] for c in table["columns"]]  # type: ignore[attr-defined]
         assert [c.column for c in result.columns] == names
-        assert {s.kind for s in result.samples} <= {"rpl", "add"}
+        assert result.samples and {s.kind for s in result.samples} <= {"rpl", "add"}
         scores = cta.judge(
             [{"entity": "film", "target": {"name": "year"}, "candidate": {"name": "year"}}]
         )

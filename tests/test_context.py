@@ -14,10 +14,10 @@ from cta.context import (
     predict_entity,
     primary_entity,
     singularise,
-    split_name,
     table_premise,
 )
 from cta.table import Column, ColumnType, Table
+from cta.words import split_name
 
 
 class KeywordModel:

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from dataset_fixtures import PARSED_SQL, name_proposer, spider_entry, write_spider
 
 from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database
-from cta.apply.dataset import (
+from cta.cli.main import main
+from cta.datasets import (
     materialise,
     perturb_dataset,
     run_protocol,
     spider_inputs,
     verify,
 )
-from cta.cli.main import main
 from cta.formats.spider import load_spider
-from cta.results import ColumnPerturbations, Decision, PerturbationResult
-from cta.table import ColumnType, Table
+from cta.table import ColumnType
 
 SPIDER = Path("/work/shared/data/spider")
 
@@ -36,90 +35,21 @@ NAMES: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
-    results = []
-    for table in tables:
-        columns = []
-        for col in table.targets():
-            rpl, add = NAMES.get(col.name.lower(), ([f"{col.name} alt"], [f"{col.name} %"]))
-            columns.append(
-                ColumnPerturbations(
-                    column=col.name,
-                    replace=[
-                        Decision(name=n, type=col.type, e1=0.9, e2=0.8, source="dictionary")
-                        for n in rpl
-                    ],
-                    add=[
-                        Decision(name=n, type=col.type, e1=0.1, e2=0.2, source="retriever")
-                        for n in add
-                    ],
-                )
-            )
-        results.append(
-            PerturbationResult(
-                table_id=table.id,
-                primary_entity=table.name or "",
-                entity_source="given",
-                columns=columns,
-            )
-        )
-    return results
+propose = name_proposer(NAMES, lambda name: ([f"{name} alt"], [f"{name} %"]))
 
 
 TABLES = [
-    {
-        "db_id": "music",
-        "table_names": ["singer", "concert"],
-        "table_names_original": ["singer", "concert"],
-        "column_names": [
-            [-1, "*"],
-            [0, "singer id"],
-            [0, "name"],
-            [0, "country"],
-            [0, "age"],
-            [1, "concert id"],
-            [1, "name"],
-            [1, "singer id"],
-            [1, "year"],
+    spider_entry(
+        "music",
+        [
+            "singer: Singer_ID number, Name text, Country text, Age number",
+            "concert: concert_ID number, Name text, Singer_ID number, Year number",
         ],
-        "column_names_original": [
-            [-1, "*"],
-            [0, "Singer_ID"],
-            [0, "Name"],
-            [0, "Country"],
-            [0, "Age"],
-            [1, "concert_ID"],
-            [1, "Name"],
-            [1, "Singer_ID"],
-            [1, "Year"],
-        ],
-        "column_types": [
-            "text",
-            "number",
-            "text",
-            "text",
-            "number",
-            "number",
-            "text",
-            "number",
-            "number",
-        ],
-        "primary_keys": [1, 5],
-        "foreign_keys": [[7, 1]],
-    }
+        primary=[("singer", "Singer_ID"), ("concert", "concert_ID")],
+        foreign=[(("concert", "Singer_ID"), ("singer", "Singer_ID"))],
+    )
 ]
-SQL_AGE = {
-    "except": None,
-    "from": {"conds": [], "table_units": [["table_unit", 0]]},
-    "groupBy": [],
-    "having": [],
-    "intersect": None,
-    "limit": None,
-    "orderBy": [],
-    "select": [False, [[0, [0, [0, 2, False], None]]]],
-    "union": None,
-    "where": [[False, 3, [0, [0, 4, False], None], 20.0, None]],
-}
+SQL_AGE = PARSED_SQL  # SELECT name FROM singer WHERE age > 20
 QUESTIONS = [
     {
         "db_id": "music",
@@ -146,10 +76,7 @@ QUESTIONS = [
 
 
 def _write_spider(tmp_path: Path) -> tuple[Path, Path]:
-    tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
-    tables.write_text(json.dumps(TABLES))
-    questions.write_text(json.dumps(QUESTIONS))
-    return tables, questions
+    return write_spider(tmp_path, TABLES, QUESTIONS)
 
 
 def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ from itertools import permutations
 from pathlib import Path
 
 import pytest
+from dataset_fixtures import name_proposer, spider_entry, write_spider
 
-from cta.apply.dataset import perturb_dataset
+from cta.datasets import perturb_dataset
 from cta.evaluation import (
     EvalDirectory,
     ExactMatcher,
@@ -26,8 +27,6 @@ from cta.evaluation import (
     result_eq,
 )
 from cta.evaluation.execution import remove_distinct
-from cta.results import ColumnPerturbations, Decision, PerturbationResult
-from cta.table import Table
 
 # A tiny proposer: RPL names that break the question's wording, ADD names that resemble it.
 NAMES: dict[str, tuple[list[str], list[str]]] = {
@@ -40,77 +39,19 @@ NAMES: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
-    out = []
-    for table in tables:
-        columns = []
-        for col in table.targets():
-            rpl, add = NAMES.get(col.name.lower(), ([f"{col.name} alt"], [f"{col.name} extra"]))
-            columns.append(
-                ColumnPerturbations(
-                    column=col.name,
-                    replace=[
-                        Decision(name=n, type=col.type, e1=0.9, e2=0.9, source="dictionary")
-                        for n in rpl
-                    ],
-                    add=[
-                        Decision(name=n, type=col.type, e1=0.1, e2=0.1, source="retriever")
-                        for n in add
-                    ],
-                )
-            )
-        out.append(
-            PerturbationResult(
-                table_id=table.id,
-                primary_entity=table.name or "",
-                entity_source="given",
-                columns=columns,
-            )
-        )
-    return out
+propose = name_proposer(NAMES, lambda name: ([f"{name} alt"], [f"{name} extra"]))
 
 
 TABLES = [
-    {
-        "db_id": "music",
-        "table_names": ["singer", "concert"],
-        "table_names_original": ["singer", "concert"],
-        "column_names": [
-            [-1, "*"],
-            [0, "singer id"],
-            [0, "name"],
-            [0, "country"],
-            [0, "age"],
-            [1, "concert id"],
-            [1, "concert name"],
-            [1, "singer id"],
-            [1, "year"],
+    spider_entry(
+        "music",
+        [
+            "singer: Singer_ID number, Name text, Country text, Age number",
+            "concert: concert_ID number, Concert_Name text, Singer_ID number, Year number",
         ],
-        "column_names_original": [
-            [-1, "*"],
-            [0, "Singer_ID"],
-            [0, "Name"],
-            [0, "Country"],
-            [0, "Age"],
-            [1, "concert_ID"],
-            [1, "Concert_Name"],
-            [1, "Singer_ID"],
-            [1, "Year"],
-        ],
-        "column_types": [
-            "text",
-            "number",
-            "text",
-            "text",
-            "number",
-            "number",
-            "text",
-            "number",
-            "number",
-        ],
-        "primary_keys": [1, 5],
-        "foreign_keys": [[7, 1]],
-    }
+        primary=[("singer", "Singer_ID"), ("concert", "concert_ID")],
+        foreign=[(("concert", "Singer_ID"), ("singer", "Singer_ID"))],
+    )
 ]
 QUESTIONS = [
     {
@@ -150,18 +91,10 @@ QUESTIONS = [
 def build_perturbed(root: Path, seeds: Sequence[int] = (0, 1)) -> Path:
     """A tiny Spider dev set perturbed (RPL, ADD) by the real protocol into ``root/out``."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "tables.json").write_text(json.dumps(TABLES))
-    (root / "dev.json").write_text(json.dumps(QUESTIONS))
+    tables, questions = write_spider(root, TABLES, QUESTIONS)
     out = root / "out"
     run = perturb_dataset(
-        "spider",
-        root / "tables.json",
-        root / "dev.json",
-        out,
-        propose,
-        ("rpl", "add"),
-        seeds,
-        check_execution=True,
+        "spider", tables, questions, out, propose, ("rpl", "add"), seeds, check_execution=True
     )
     assert run.verification is not None and run.verification["equivalent_share"] == 1.0
     return out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from dataset_fixtures import spider_entry
 from test_eval import TABLES, build_perturbed
 
 from cta.evaluation import (
@@ -63,30 +64,14 @@ def test_probe_sees_rpl_break_links(perturbed: Path) -> None:
 
 # -- nearest-train -----------------------------------------------------------------------------------
 TRAIN_TABLES = [
-    {
-        "db_id": "company",
-        "table_names": ["head", "department"],
-        "table_names_original": ["head", "department"],
-        "column_names": [
-            [-1, "*"],
-            [0, "head id"],
-            [0, "name"],
-            [0, "age"],
-            [1, "department id"],
-            [1, "budget"],
+    spider_entry(
+        "company",
+        [
+            "head: head_ID number, name text, age number",
+            "department: Department_ID number, Budget number",
         ],
-        "column_names_original": [
-            [-1, "*"],
-            [0, "head_ID"],
-            [0, "name"],
-            [0, "age"],
-            [1, "Department_ID"],
-            [1, "Budget"],
-        ],
-        "column_types": ["text", "number", "text", "number", "number", "number"],
-        "primary_keys": [1, 4],
-        "foreign_keys": [],
-    }
+        primary=[("head", "head_ID"), ("department", "Department_ID")],
+    )
 ]
 TRAIN = [
     {

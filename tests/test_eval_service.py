@@ -10,8 +10,8 @@ import pytest
 from service_fakes import running_app
 from test_eval import QUESTIONS, build_perturbed
 
-from cta.settings import Settings
 from service.client import Client, ServiceError
+from service.settings import ServiceSettings
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_eval_job_items_and_report(perturbed: Path, tmp_path: Path) -> None:
     predictions["dev_rpl_s0"][0] = "SELECT count(*) FROM singer"  # one miss after RPL
     sets["dev_add_s0"].append({**sets["dev_add_s0"][0], "source_index": 99})  # an orphan
     predictions["dev_add_s0"].append("SELECT 1")
-    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
     with running_app(settings) as (http, _):
         cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         job = cta.submit_eval(spider, sets, predictions=predictions)
@@ -66,7 +66,7 @@ def test_eval_job_refuses_endpoints_not_allowed_and_misaligned_predictions(
     perturbed: Path, tmp_path: Path
 ) -> None:
     spider, sets = _payload(perturbed)
-    settings = Settings(home=tmp_path, job_poll_seconds=0.05)
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
     with running_app(settings) as (http, _):
         cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
         with pytest.raises(ServiceError) as refused:

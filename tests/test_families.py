@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dataset_fixtures import PARSED_SQL, accept_all, name_proposer, spider_entry
 
-from cta.apply.dataset import perturb_dataset
 from cta.apply.rewrite import bind_query
+from cta.datasets import perturb_dataset
 from cta.families.base import FAMILY_KINDS
 from cta.families.naming import abbreviations
 from cta.formats.spider import spider_schema
-from cta.results import ColumnPerturbations, Decision, PerturbationResult
-from cta.table import Table
 
 # Synonyms and has-a names a stand-in proposer returns, per natural column/table name.
 NAMES: dict[str, tuple[list[str], list[str]]] = {
@@ -30,108 +29,25 @@ NAMES: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
-    """RPL/ADD names looked up in NAMES: the shape of the pipeline's answer."""
-    out = []
-    for table in tables:
-        columns = []
-        for col in table.targets():
-            rpl, add = NAMES.get(col.name.lower(), ([], []))
-            columns.append(
-                ColumnPerturbations(
-                    column=col.name,
-                    replace=[
-                        Decision(name=n, type=col.type, e1=0.9, e2=0.9, source="dictionary")
-                        for n in rpl
-                    ],
-                    add=[
-                        Decision(name=n, type=col.type, e1=0.1, e2=0.1, source="retriever")
-                        for n in add
-                    ],
-                )
-            )
-        out.append(
-            PerturbationResult(
-                table_id=table.id,
-                primary_entity=table.name or "",
-                entity_source="given",
-                columns=columns,
-            )
-        )
-    return out
+propose = name_proposer(NAMES)
 
 
-def accept_all(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
-    return [True] * len(pairs)
-
-
-ENTRY = {
-    "db_id": "music",
-    "table_names": ["singer", "concert", "stadium"],
-    "table_names_original": ["singer", "concert", "stadium"],
-    "column_names": [
-        [-1, "*"],
-        [0, "singer id"],
-        [0, "name"],
-        [0, "country"],
-        [0, "ranking points"],
-        [0, "net worth"],
-        [1, "concert id"],
-        [1, "concert name"],
-        [1, "singer id"],
-        [1, "stadium id"],
-        [1, "year"],
-        [2, "stadium id"],
-        [2, "location"],
-        [2, "capacity"],
+ENTRY = spider_entry(
+    "music",
+    [
+        "singer: Singer_ID number, Name text, Country text, Ranking_Points number, "
+        "Net_Worth number",
+        "concert: concert_ID number, concert_Name text, Singer_ID number, Stadium_ID number, "
+        "Year number",
+        "stadium: Stadium_ID number, Location text, Capacity number",
     ],
-    "column_names_original": [
-        [-1, "*"],
-        [0, "Singer_ID"],
-        [0, "Name"],
-        [0, "Country"],
-        [0, "Ranking_Points"],
-        [0, "Net_Worth"],
-        [1, "concert_ID"],
-        [1, "concert_Name"],
-        [1, "Singer_ID"],
-        [1, "Stadium_ID"],
-        [1, "Year"],
-        [2, "Stadium_ID"],
-        [2, "Location"],
-        [2, "Capacity"],
+    primary=[("singer", "Singer_ID"), ("concert", "concert_ID"), ("stadium", "Stadium_ID")],
+    foreign=[
+        (("concert", "Singer_ID"), ("singer", "Singer_ID")),
+        (("concert", "Stadium_ID"), ("stadium", "Stadium_ID")),
     ],
-    "column_types": [
-        "text",
-        "number",
-        "text",
-        "text",
-        "number",
-        "number",
-        "number",
-        "text",
-        "number",
-        "number",
-        "number",
-        "number",
-        "text",
-        "number",
-    ],
-    "primary_keys": [1, 6, 11],
-    "foreign_keys": [[8, 1], [9, 11]],
-}
-SQL_POINTS = {
-    "except": None,
-    "from": {"conds": [], "table_units": [["table_unit", 0]]},
-    "groupBy": [],
-    "having": [],
-    "intersect": None,
-    "limit": None,
-    "orderBy": [],
-    "select": [False, [[0, [0, [0, 2, False], None]]]],
-    "union": None,
-    "where": [[False, 3, [0, [0, 4, False], None], 20.0, None]],
-}
+)
+SQL_POINTS = PARSED_SQL  # SELECT name FROM singer WHERE ranking_points > 20
 QUESTIONS = [
     {
         "db_id": "music",

@@ -4,22 +4,19 @@ databases (the rewritten query must return what the original returned)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dataset_fixtures import family_context, spider_entry, verified
 
 from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database, read_rows
-from cta.apply.rewrite import SqlRewriteError, bind_query
-from cta.apply.verify import execute, verify_query
+from cta.apply.rewrite import SqlRewriteError
+from cta.apply.verify import execute
 from cta.families.base import (
     DbEdit,
-    FamilyContext,
     NotApplicable,
-    materialise_edit,
     rewrite_for,
-    usage_of,
 )
 from cta.families.expressions import (
     REFERENCE_YEAR,
@@ -28,105 +25,15 @@ from cta.families.expressions import (
     ContentEquivalence,
     affinity,
 )
-from cta.formats.spider import natural_tables, spider_schema
 from cta.table import ColumnType
-
-Spec = list[tuple[str, str, list[tuple[str, str, str]]]]
-
-
-def spider_entry(
-    db_id: str,
-    tables: Spec,
-    primary: Sequence[tuple[str, str]] = (),
-    foreign: Sequence[tuple[tuple[str, str], tuple[str, str]]] = (),
-) -> dict[str, Any]:
-    """A ``tables.json`` entry: (table, natural, [(column, natural, type)]) per table."""
-    names: list[list[Any]] = [[-1, "*"]]
-    originals: list[list[Any]] = [[-1, "*"]]
-    types = ["text"]
-    index: dict[tuple[str, str], int] = {}
-    for t, (table, _, columns) in enumerate(tables):
-        for column, natural, col_type in columns:
-            index[(table, column)] = len(names)
-            names.append([t, natural])
-            originals.append([t, column])
-            types.append(col_type)
-    return {
-        "db_id": db_id,
-        "table_names": [natural for _, natural, _ in tables],
-        "table_names_original": [table for table, _, _ in tables],
-        "column_names": names,
-        "column_names_original": originals,
-        "column_types": types,
-        "primary_keys": [index[k] for k in primary],
-        "foreign_keys": [[index[a], index[b]] for a, b in foreign],
-    }
-
-
-def context(
-    tmp_path: Path,
-    entry: dict[str, Any],
-    rows: dict[str, list[tuple[Any, ...]]],
-    queries: list[str],
-) -> FamilyContext:
-    schema = spider_schema(entry)
-    path = tmp_path / "original.sqlite"
-    create_database(path, schema, rows)
-    bound = [bind_query(q, schema) for q in queries]
-    return FamilyContext(
-        db_id=entry["db_id"],
-        schema=schema,
-        tables=natural_tables(entry),
-        entry=entry,
-        usage=usage_of(bound),
-        queries=bound,
-        path=path,
-    )
-
-
-def verified(tmp_path: Path, ctx: FamilyContext, edit: DbEdit, queries: list[str]) -> Path:
-    """Materialise ``edit`` and check every query: rewritten, it returns the same rows."""
-    assert ctx.path is not None
-    target = tmp_path / f"perturbed_{abs(hash(edit.operation))}.sqlite"
-    materialise_edit(ctx.path, target, edit, ctx.schema, seed=0, values="null")
-    for query in queries:
-        rewritten = rewrite_for(query, ctx.schema, edit)
-        result = verify_query(ctx.path, query, target, rewritten)
-        assert result.status == "ok", (query, rewritten, result.reason)
-        assert result.rows > 0, f"{query!r} returns nothing: the check would be vacuous"
-    return target
-
 
 # -- a singer database ------------------------------------------------------------------------------
 SINGER_ENTRY = spider_entry(
     "concert_singer",
     [
-        (
-            "singer",
-            "singer",
-            [
-                ("Singer_ID", "singer id", "number"),
-                ("Name", "name", "text"),
-                ("Country", "country", "text"),
-                ("Age", "age", "number"),
-                ("Is_male", "is male", "text"),
-                ("Birthday", "birthday", "text"),
-            ],
-        ),
-        (
-            "concert",
-            "concert",
-            [
-                ("concert_ID", "concert id", "number"),
-                ("concert_Name", "concert name", "text"),
-                ("Year", "year", "number"),
-            ],
-        ),
-        (
-            "singer_in_concert",
-            "singer in concert",
-            [("concert_ID", "concert id", "number"), ("Singer_ID", "singer id", "number")],
-        ),
+        "singer: Singer_ID number, Name text, Country text, Age number, Is_male text, Birthday text",
+        "concert: concert_ID number, concert_Name text, Year number",
+        "singer_in_concert: concert_ID number, Singer_ID number",
     ],
     primary=[("singer", "Singer_ID"), ("concert", "concert_ID")],
     foreign=[
@@ -192,7 +99,7 @@ SINGER_QUERIES = [
 
 
 def test_content_equivalence_each_representation_rewrites_exactly(tmp_path: Path) -> None:
-    ctx = context(tmp_path, SINGER_ENTRY, SINGER_ROWS, SINGER_QUERIES)
+    ctx = family_context(tmp_path, SINGER_ENTRY, SINGER_ROWS, SINGER_QUERIES)
     family = ContentEquivalence()
     seen: dict[str, DbEdit] = {}
     for seed in range(12):
@@ -226,7 +133,7 @@ def test_content_equivalence_each_representation_rewrites_exactly(tmp_path: Path
 
 
 def test_content_equivalence_rewrites_every_reference(tmp_path: Path) -> None:
-    ctx = context(tmp_path, SINGER_ENTRY, SINGER_ROWS, SINGER_QUERIES)
+    ctx = family_context(tmp_path, SINGER_ENTRY, SINGER_ROWS, SINGER_QUERIES)
     edit = next(
         e
         for e in (ContentEquivalence().plan(ctx, s) for s in range(12))
@@ -249,7 +156,7 @@ def test_content_equivalence_refuses_inexact_and_fileless(tmp_path: Path) -> Non
         ],
     }
     queries = ["SELECT Name, Age, Is_male FROM singer"]
-    ctx = context(tmp_path, SINGER_ENTRY, rows, queries)
+    ctx = family_context(tmp_path, SINGER_ENTRY, rows, queries)
     with pytest.raises(NotApplicable, match="no candidate"):
         ContentEquivalence().plan(ctx, 0)
     ctx.path = None
@@ -262,11 +169,11 @@ def test_age_becomes_a_birth_year_only_with_numeric_affinity(tmp_path: Path, dec
     """An age kept as text compares as text ('9' > '10'): no integer expression stands in."""
     entry = spider_entry(
         "people",
-        [("people", "people", [("id", "id", "number"), ("Age", "age", declared)])],
+        [f"people: id number, Age {declared}"],
         primary=[("people", "id")],
     )
     queries = ["SELECT id FROM people WHERE Age > '10'", "SELECT max(Age) FROM people"]
-    ctx = context(tmp_path, entry, {"people": [(1, 9), (2, 10), (3, 31)]}, queries)
+    ctx = family_context(tmp_path, entry, {"people": [(1, 9), (2, 10), (3, 31)]}, queries)
     assert affinity("TEXT") == "TEXT" and affinity("int") == "INTEGER"
     if declared == "text":
         with pytest.raises(NotApplicable, match="no candidate"):
@@ -281,13 +188,7 @@ def test_two_valued_text_rewrites_with_its_affinity(tmp_path: Path) -> None:
     """Comparisons with other values than the two and with numbers still answer the same."""
     entry = spider_entry(
         "club",
-        [
-            (
-                "member",
-                "member",
-                [("id", "id", "number"), ("Level", "level", "text"), ("Tag", "tag", "text")],
-            )
-        ],
+        ["member: id number, Level text, Tag text"],
         primary=[("member", "id")],
     )
     rows = {"member": [(1, "Gold", "1"), (2, "Silver", "1"), (3, "Gold", "0"), (4, None, "1")]}
@@ -301,7 +202,7 @@ def test_two_valued_text_rewrites_with_its_affinity(tmp_path: Path) -> None:
         "SELECT id FROM member WHERE Level = 'Gold' AND Tag = '1'",
         "SELECT max(Level), min(Tag) FROM member",
     ]
-    ctx = context(tmp_path, entry, rows, queries)
+    ctx = family_context(tmp_path, entry, rows, queries)
     edits = [ContentEquivalence().plan(ctx, s) for s in range(8)]
     assert {next(iter(e.expressions)).column for e in edits} == {"Level", "Tag"}
     for edit in edits:
@@ -313,8 +214,7 @@ def test_two_valued_text_rewrites_with_its_affinity(tmp_path: Path) -> None:
 
 
 def test_column_split_name_and_date(tmp_path: Path) -> None:
-    ctx = context(tmp_path, SINGER_ENTRY, SINGER_ROWS, SINGER_QUERIES)
-    family = ColumnSplit()
+    ctx, family = family_context(tmp_path, SINGER_ENTRY, SINGER_ROWS, SINGER_QUERIES), ColumnSplit()
     seen: dict[str, DbEdit] = {}
     for seed in range(10):
         edit = family.plan(ctx, seed)
@@ -337,7 +237,7 @@ def test_column_split_refuses_dates_that_do_not_round_trip(tmp_path: Path) -> No
             (2, "Rose White", "France", 41, "F", "1983-11-20"),
         ],
     }
-    ctx = context(tmp_path, SINGER_ENTRY, rows, ["SELECT Name, Birthday FROM singer"])
+    ctx = family_context(tmp_path, SINGER_ENTRY, rows, ["SELECT Name, Birthday FROM singer"])
     with pytest.raises(NotApplicable):
         ColumnSplit().plan(ctx, 0)
 
@@ -346,10 +246,10 @@ def test_column_split_refuses_dates_that_do_not_round_trip(tmp_path: Path) -> No
 def test_date_splits_only_with_text_affinity(tmp_path: Path, declared: str) -> None:
     """A DATETIME column has NUMERIC affinity: ``d > 2019`` compares text with a number there
     (text is greater), and no text expression can carry that affinity."""
-    entry = spider_entry("log", [("log", "log", [("id", "id", "number"), ("d", "date", "time")])])
+    entry = spider_entry("log", ["log: id number, d/date time"])
     rows: dict[str, list[tuple[Any, ...]]] = {"log": [(1, "2018-05-01"), (2, "2020-01-31")]}
     queries = ["SELECT id FROM log WHERE d > 2019", "SELECT d FROM log ORDER BY d"]
-    ctx = context(tmp_path, entry, rows, queries)
+    ctx = family_context(tmp_path, entry, rows, queries)
     assert ctx.path is not None
     table = SqlTable("log", (SqlColumn("id", ColumnType.NUMBER), SqlColumn("d", declared=declared)))
     create_database(ctx.path, SqlSchema((table,)), rows)
@@ -367,22 +267,9 @@ def test_date_splits_only_with_text_affinity(tmp_path: Path, declared: str) -> N
 PEOPLE_ENTRY = spider_entry(
     "school",
     [
-        (
-            "Student",
-            "student",
-            [
-                ("StuID", "stu id", "number"),
-                ("LName", "last name", "text"),
-                ("Fname", "first name", "text"),
-                ("Major", "major", "text"),
-                ("city_code", "city code", "text"),
-            ],
-        ),
-        (
-            "Has_Pet",
-            "has pet",
-            [("StuID", "stu id", "number"), ("PetID", "pet id", "number")],
-        ),
+        "Student: StuID number, LName/last name text, Fname/first name text, Major text, "
+        "city_code text",
+        "Has_Pet: StuID number, PetID number",
     ],
     primary=[("Student", "StuID")],
     foreign=[(("Has_Pet", "StuID"), ("Student", "StuID"))],
@@ -409,7 +296,7 @@ PEOPLE_QUERIES = [
 
 
 def test_column_merge_first_and_last_name(tmp_path: Path) -> None:
-    ctx = context(tmp_path, PEOPLE_ENTRY, PEOPLE_ROWS, PEOPLE_QUERIES)
+    ctx = family_context(tmp_path, PEOPLE_ENTRY, PEOPLE_ROWS, PEOPLE_QUERIES)
     edit = ColumnMerge().plan(ctx, 0)
     assert {r.column for r in edit.expressions} == {"Fname", "LName"}
     student = edit.schema.table("Student")
@@ -432,21 +319,11 @@ def test_column_merge_joins_address_parts_with_a_free_separator_and_never_unrela
     }
     unrelated = ["SELECT Major, city_code FROM Student WHERE Major LIKE 'Math%' ORDER BY StuID"]
     with pytest.raises(NotApplicable, match="address/place pair"):
-        ColumnMerge().plan(context(tmp_path / "u", PEOPLE_ENTRY, rows, unrelated), 0)
+        ColumnMerge().plan(family_context(tmp_path / "u", PEOPLE_ENTRY, rows, unrelated), 0)
 
     entry = spider_entry(
         "shop",
-        [
-            (
-                "store",
-                "store",
-                [
-                    ("id", "id", "number"),
-                    ("line_1", "line 1", "text"),
-                    ("line_2", "line 2", "text"),
-                ],
-            )
-        ],
+        ["store: id number, line_1 text, line_2 text"],
         primary=[("store", "id")],
     )
     cells = {"store": [(1, "12 High St, Unit 4", "Leeds"), (2, "3 Low Rd", "York; North")]}
@@ -454,7 +331,7 @@ def test_column_merge_joins_address_parts_with_a_free_separator_and_never_unrela
         "SELECT line_1, line_2 FROM store ORDER BY id",
         "SELECT count(*) FROM store WHERE line_2 = 'Leeds'",
     ]
-    ctx = context(tmp_path / "a", entry, cells, queries)
+    ctx = family_context(tmp_path / "a", entry, cells, queries)
     edit = ColumnMerge().plan(ctx, 0)
     verified(tmp_path / "a", ctx, edit, queries)
     # ' ' and ', ' occur in line 1; '; ' does not (it occurs only in line 2)
@@ -464,17 +341,7 @@ def test_column_merge_joins_address_parts_with_a_free_separator_and_never_unrela
 def test_column_merge_handles_null_rows_and_refuses_half_missing_ones(tmp_path: Path) -> None:
     entry = spider_entry(
         "persons",
-        [
-            (
-                "person",
-                "person",
-                [
-                    ("id", "id", "number"),
-                    ("first_name", "first name", "text"),
-                    ("last_name", "last name", "text"),
-                ],
-            )
-        ],
+        ["person: id number, first_name text, last_name text"],
         primary=[("person", "id")],
     )
     queries = [
@@ -485,7 +352,7 @@ def test_column_merge_handles_null_rows_and_refuses_half_missing_ones(tmp_path: 
     rows: dict[str, list[tuple[Any, ...]]] = {
         "person": [(1, "Ann", "Lee"), (2, None, None), (3, "Ann", ""), (4, "", "Ng")]
     }
-    ctx = context(tmp_path, entry, rows, queries)
+    ctx = family_context(tmp_path, entry, rows, queries)
     edit = ColumnMerge().plan(ctx, 0)
     target = verified(tmp_path, ctx, edit, queries)
     assert [r[1] for r in read_rows(target, edit.schema.table("person"))] == [
@@ -494,7 +361,7 @@ def test_column_merge_handles_null_rows_and_refuses_half_missing_ones(tmp_path: 
         "Ann ",
         " Ng",
     ]
-    half = context(
+    half = family_context(
         tmp_path / "half", entry, {"person": [*rows["person"], (5, "Bo", None)]}, queries
     )
     with pytest.raises(NotApplicable, match="exactly"):
@@ -502,7 +369,7 @@ def test_column_merge_handles_null_rows_and_refuses_half_missing_ones(tmp_path: 
 
 
 def test_expression_rewrite_refuses_using_join(tmp_path: Path) -> None:
-    ctx = context(tmp_path, PEOPLE_ENTRY, PEOPLE_ROWS, PEOPLE_QUERIES)
+    ctx = family_context(tmp_path, PEOPLE_ENTRY, PEOPLE_ROWS, PEOPLE_QUERIES)
     edit = ColumnMerge().plan(ctx, 0)
     with pytest.raises(SqlRewriteError):
         rewrite_for(

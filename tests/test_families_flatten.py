@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_families_expressions import context, spider_entry
+from dataset_fixtures import family_context, spider_entry
 
 from cta.apply.database import read_rows
 from cta.apply.rewrite import SqlRewriteError
@@ -19,42 +19,11 @@ from cta.families.flatten import Flatten
 ENTRY = spider_entry(
     "concert_singer",
     [
-        (
-            "stadium",
-            "stadium",
-            [
-                ("Stadium_ID", "stadium id", "number"),
-                ("Location", "location", "text"),
-                ("Name", "name", "text"),
-                ("Capacity", "capacity", "number"),
-                ("Year", "opening year", "number"),
-            ],
-        ),
-        (
-            "singer",
-            "singer",
-            [
-                ("Singer_ID", "singer id", "number"),
-                ("Name", "name", "text"),
-                ("Country", "country", "text"),
-            ],
-        ),
-        (
-            "concert",
-            "concert",
-            [
-                ("concert_ID", "concert id", "number"),
-                ("concert_Name", "concert name", "text"),
-                ("Theme", "theme", "text"),
-                ("Stadium_ID", "stadium id", "number"),
-                ("Year", "year", "number"),
-            ],
-        ),
-        (
-            "singer_in_concert",
-            "singer in concert",
-            [("concert_ID", "concert id", "number"), ("Singer_ID", "singer id", "number")],
-        ),
+        "stadium: Stadium_ID number, Location text, Name text, Capacity number, "
+        "Year/opening year number",
+        "singer: Singer_ID number, Name text, Country text",
+        "concert: concert_ID number, concert_Name text, Theme text, Stadium_ID number, Year number",
+        "singer_in_concert: concert_ID number, Singer_ID number",
     ],
     primary=[("stadium", "Stadium_ID"), ("singer", "Singer_ID"), ("concert", "concert_ID")],
     foreign=[
@@ -137,7 +106,7 @@ def stadium_edit(ctx: FamilyContext) -> DbEdit:
 
 
 def test_flatten_rewrites_joins_and_migrates_rows(tmp_path: Path) -> None:
-    ctx = context(tmp_path, ENTRY, ROWS, REWRITTEN + REFUSED)
+    ctx = family_context(tmp_path, ENTRY, ROWS, REWRITTEN + REFUSED)
     edit = stadium_edit(ctx)
     assert not edit.keeps_parsed_sql and edit.rewrite is not None
     concert = edit.schema.table("concert")
@@ -180,7 +149,7 @@ def test_flatten_rewrites_joins_and_migrates_rows(tmp_path: Path) -> None:
 
 
 def test_flatten_qualifies_names_the_merged_table_could_capture(tmp_path: Path) -> None:
-    ctx = context(tmp_path, ENTRY, ROWS, REWRITTEN)
+    ctx = family_context(tmp_path, ENTRY, ROWS, REWRITTEN)
     edit = stadium_edit(ctx)
     rewritten = rewrite_for(REWRITTEN[7], ctx.schema, edit)
     assert rewritten.startswith("SELECT S.Name FROM"), rewritten
@@ -190,7 +159,7 @@ def test_flatten_qualifies_names_the_merged_table_could_capture(tmp_path: Path) 
 
 @pytest.mark.parametrize("query", REFUSED)
 def test_flatten_refuses_queries_that_need_the_dropped_rows(tmp_path: Path, query: str) -> None:
-    ctx = context(tmp_path, ENTRY, ROWS, REWRITTEN + REFUSED)
+    ctx = family_context(tmp_path, ENTRY, ROWS, REWRITTEN + REFUSED)
     edit = stadium_edit(ctx)
     with pytest.raises(SqlRewriteError) as info:
         rewrite_for(query, ctx.schema, edit)
@@ -199,7 +168,7 @@ def test_flatten_refuses_queries_that_need_the_dropped_rows(tmp_path: Path, quer
 
 def test_every_seeded_flatten_is_exact_or_refused(tmp_path: Path) -> None:
     """Whatever key the seed picks, a query is either refused or gives the same rows."""
-    ctx = context(tmp_path, ENTRY, ROWS, REWRITTEN + REFUSED)
+    ctx = family_context(tmp_path, ENTRY, ROWS, REWRITTEN + REFUSED)
     assert ctx.path is not None
     merged = set()
     for seed in range(12):
@@ -228,21 +197,23 @@ def test_flatten_refuses_keys_that_do_not_match_exactly_one_row(tmp_path: Path) 
     queries = [f"SELECT T2.Name FROM {JOINS}"]
     dangling = {**ROWS, "concert": [*ROWS["concert"], (6, "Week 3", "Tonight", 9, 2016)]}
     with pytest.raises(NotApplicable, match="exactly one"):
-        Flatten().plan(context(tmp_path / "a", ENTRY, dangling, queries), 0)
+        Flatten().plan(family_context(tmp_path / "a", ENTRY, dangling, queries), 0)
     null_key = {**ROWS, "concert": [*ROWS["concert"], (6, "Week 3", "Tonight", None, 2016)]}
     with pytest.raises(NotApplicable, match="exactly one"):
-        Flatten().plan(context(tmp_path / "b", ENTRY, null_key, queries), 0)
+        Flatten().plan(family_context(tmp_path / "b", ENTRY, null_key, queries), 0)
     twice = {**ROWS, "stadium": [*ROWS["stadium"], (1, "Raith", "Other Park", 10, 2000)]}
     undeclared = dict(ENTRY, primary_keys=[])  # a repeated stadium id
     with pytest.raises(NotApplicable, match="exactly one"):
-        Flatten().plan(context(tmp_path / "c", undeclared, twice, queries), 0)
-    ctx = context(tmp_path / "d", ENTRY, ROWS, queries)
+        Flatten().plan(family_context(tmp_path / "c", undeclared, twice, queries), 0)
+    ctx = family_context(tmp_path / "d", ENTRY, ROWS, queries)
     ctx.path = None
     with pytest.raises(NotApplicable, match="no database file"):
         Flatten().plan(ctx, 0)
 
 
 def test_flatten_needs_a_gold_query_joining_the_tables(tmp_path: Path) -> None:
-    ctx = context(tmp_path, ENTRY, ROWS, ["SELECT count(*) FROM stadium", "SELECT * FROM concert"])
+    ctx = family_context(
+        tmp_path, ENTRY, ROWS, ["SELECT count(*) FROM stadium", "SELECT * FROM concert"]
+    )
     with pytest.raises(NotApplicable, match="joins"):
         Flatten().plan(ctx, 0)

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from cta.components import RetrievedTable, Retriever, TableEncoder
+from cta.pool import candidate_pool, natural_pool
 from cta.settings import Settings
 from cta.table import Column, ColumnType, Table
-from retriever.dense import DenseRetriever, candidate_pool, retriever_from_settings
+from retriever.dense import DenseRetriever, retriever_from_settings
 from retriever.encoders import table_text
 from retriever.index import (
     BrokenIndexError,
@@ -349,8 +350,6 @@ def test_the_default_recipe_indexes_annotated_train_tables_and_holds_out_dev() -
 
 
 def test_the_pool_keeps_machine_named_headers_only_when_people_write_them(tmp_path: Path) -> None:
-    from retriever.dense import natural_pool
-
     table = Table(name="books", columns=[Column(name="title"), Column(name="price")])
     retrieved = [
         RetrievedTable(

@@ -22,10 +22,10 @@ from service_fakes import wtq_like_table
 from test_jobs_store import pg_url  # noqa: F401  (fixture)
 
 from cta.pipeline import PerturbOptions
-from cta.settings import Settings
 from service.jobs.store import JobStore
 from service.jobs.submit import job_items
 from service.schemas import TablesJobCreate
+from service.settings import ServiceSettings
 
 TESTS = Path(__file__).resolve().parent
 CTA = Path(sys.executable).with_name("cta")
@@ -43,7 +43,7 @@ def _submit(store: JobStore, n: int) -> str:
     request = TablesJobCreate(
         tables=[wtq_like_table(i) for i in range(n)], options=PerturbOptions(seed=2)
     )
-    items = job_items(request, Settings())
+    items = job_items(request, ServiceSettings())
     return store.create_job("tables", None, request.options, items).id
 
 

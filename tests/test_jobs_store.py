@@ -213,13 +213,13 @@ def test_a_renewed_lease_is_not_reclaimed_and_a_lost_one_is_not_renewed(store: J
 def test_a_worker_renews_its_leases_while_a_slow_batch_runs(tmp_path: Path) -> None:
     from service_fakes import FakePipeline, wtq_like_table
 
-    from cta.settings import Settings
     from service.host import PipelineHost
     from service.jobs.submit import job_items
     from service.jobs.worker import JobWorker
     from service.schemas import TablesJobCreate
+    from service.settings import ServiceSettings
 
-    settings = Settings(home=tmp_path, job_lease_seconds=2.0, job_claim_batch=2)
+    settings = ServiceSettings(home=tmp_path, job_lease_seconds=2.0, job_claim_batch=2)
     store = JobStore(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
     store.migrate()
     request = TablesJobCreate(tables=[wtq_like_table(i) for i in range(2)])

@@ -11,11 +11,11 @@ import pytest
 from service_fakes import wtq_like_table
 
 from cta.pipeline import PerturbOptions, Pipeline
-from cta.settings import Settings
 from cta.table import Table
 from service.jobs.store import JobStore
 from service.jobs.submit import job_items
 from service.schemas import TablesJobCreate
+from service.settings import ServiceSettings
 
 CTA = Path(sys.executable).with_name("cta")
 
@@ -30,7 +30,7 @@ def test_worker_process_runs_the_default_pipeline_reproducibly(
     options = PerturbOptions(seed=7, samples=1)
     tables = [wtq_like_table(i, columns=4, rows=3) for i in range(3)]
     request = TablesJobCreate(tables=tables, options=options)
-    job = store.create_job("tables", None, options, job_items(request, Settings()))
+    job = store.create_job("tables", None, options, job_items(request, ServiceSettings()))
 
     run = subprocess.run(
         [str(CTA), "worker", "--exit-when-idle"],

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from cta.judge.supervision import (
+from cta.settings import Settings, get_settings
+from cta.table import Column, ColumnType, Table
+from cta.training.supervision import (
     RELATIONS,
     Lexicon,
     SourceColumn,
@@ -19,8 +21,6 @@ from cta.judge.supervision import (
     question_synonym_pairs,
     table_entity,
 )
-from cta.settings import Settings, get_settings
-from cta.table import Column, ColumnType, Table
 
 TABLES = {
     "singers": [
@@ -108,7 +108,7 @@ def test_lexicon_relations(lexicon: Lexicon) -> None:
 
 def test_entity_classes(lexicon: Lexicon) -> None:
     from cta.context import ENTITY_CLASSES
-    from cta.judge.supervision import ENTITY_ANCHORS, entity_classes
+    from cta.training.supervision import ENTITY_ANCHORS, entity_classes
 
     assert list(ENTITY_ANCHORS) == list(ENTITY_CLASSES)
     for anchors in ENTITY_ANCHORS.values():
@@ -234,7 +234,7 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     from cta.cli.main import main
     from cta.judge import HFEntailmentModel
-    from cta.judge.train import train_judge
+    from cta.training import train_judge
 
     corpus = tmp_path / "csv"
     corpus.mkdir()

@@ -14,9 +14,9 @@ from schemathesis import checks
 from service_fakes import wait_until
 
 from cta.pipeline import Pipeline
-from cta.settings import Settings
 from service.app import create_app
 from service.openapi import openapi_yaml
+from service.settings import ServiceSettings
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_openapi_yaml_is_generated_from_the_app_and_current() -> None:
 # (jobs just queue). Limits are small so that each generated table is quick for the engine.
 # The schema is the app's own document; no request reaches the app before a test runs.
 _TINY: dict[str, Pipeline] = {}
-_SETTINGS = Settings(
+_SETTINGS = ServiceSettings(
     home=Path(tempfile.mkdtemp(prefix="cta-fuzz-")),
     max_body_bytes=200_000,
     max_rows=8,
@@ -58,7 +58,7 @@ _SETTINGS = Settings(
 )
 
 
-def _tiny_pipeline(_: Settings) -> Pipeline:
+def _tiny_pipeline(_: ServiceSettings) -> Pipeline:
     return _TINY["pipeline"]
 
 

@@ -12,7 +12,8 @@ import pytest
 from cta.judge import JudgeColumn, JudgePair
 from cta.pipeline import PerturbOptions, Pipeline
 from cta.results import Candidate
-from cta.table import Table, name_key
+from cta.table import Table
+from cta.words import name_key
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +58,7 @@ def test_candidate_pools_come_from_retrieved_tables(tiny_pipeline: Pipeline) -> 
         assert all(name_key(c.name) not in own for c in col.retrieved)
         assert all(c.provenance for c in col.retrieved)
         assert all(c.source == "dictionary" for c in col.dictionary)
+    assert any(col.dictionary for col in report.columns), "the dictionary proposed nothing"
     # the nearest domain (books) should surface its columns in the pool
     pool = {c.name for col in report.columns for c in col.retrieved}
     assert {"writer", "publishing house"} & pool
@@ -76,7 +78,7 @@ def test_the_thesaurus_proposes_names_people_write(tiny_pipeline: Pipeline) -> N
     }
     own = {name_key(n) for n in table.column_names}
     min_zipf = tiny_pipeline.settings.pool_min_zipf
-    checked = 0
+    checked = {"equivalent": 0, "associated": 0}
     for col, pool in zip(table.columns, report.columns, strict=True):
         entry = entries.get(name_key(col.name))
         if entry is None:
@@ -94,8 +96,10 @@ def test_the_thesaurus_proposes_names_people_write(tiny_pipeline: Pipeline) -> N
         assert [name_key(c.name) for c in pool.associated] == [name_key(n) for n in expected_add]
         assert all(c.source == "thesaurus" and c.type == col.type for c in pool.equivalent)
         assert all(c.source == "thesaurus" for c in pool.associated)
-        checked += len(pool.equivalent) + len(pool.associated)
-    assert checked  # price, title, author and publisher are thesaurus headers
+        checked["equivalent"] += len(pool.equivalent)
+        checked["associated"] += len(pool.associated)
+    # price, title, author and publisher are thesaurus headers: both kinds were checked
+    assert all(checked.values()), checked
     # Equivalents reach the judge as RPL candidates, associated names as ADD candidates.
     everything = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
     sources = {d.source for c in everything.columns for d in [*c.replace, *c.add]}
@@ -292,6 +296,7 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
         assert none_in.replace == [] and none_in.add == []
     limited = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, max_candidates=2))
     assert all(len(c.replace) <= 2 and len(c.add) <= 2 for c in limited.columns)
+    assert any(len(c.replace) == 2 for c in limited.columns), "the cap cut nothing"
 
 
 def test_batched_equals_one_by_one(tiny_pipeline: Pipeline) -> None:

@@ -10,26 +10,26 @@ import pytest
 from fastapi.testclient import TestClient
 from service_fakes import FakePipeline, running_app, wait_until, wtq_like_table
 
-from cta.settings import Settings
 from service.app import create_app
+from service.settings import ServiceSettings
 
 
-def _settings(tmp_path: Path, **over: object) -> Settings:
+def _settings(tmp_path: Path, **over: object) -> ServiceSettings:
     # The stand-in answers at once: seed the drain rate accordingly, so admission control
     # lets the concurrent requests these tests send into the queue.
     base: dict[str, object] = {"home": tmp_path, "engine_pairs_per_second": 100_000.0}
-    return Settings(**{**base, **over})  # type: ignore[arg-type]
+    return ServiceSettings(**{**base, **over})  # type: ignore[arg-type]
 
 
 def test_healthz_answers_while_loading_and_readyz_turns_ready(tmp_path: Path) -> None:
     settings = _settings(tmp_path)
     loaded = threading.Event()
 
-    def slow_factory(s: Settings) -> FakePipeline:
+    def slow_factory(s: ServiceSettings) -> FakePipeline:
         loaded.wait(10)
         return FakePipeline(s)
 
-    app = create_app(settings, slow_factory)  # type: ignore[arg-type]
+    app = create_app(settings, slow_factory)
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200
         ready = client.get("/readyz")
@@ -43,10 +43,10 @@ def test_healthz_answers_while_loading_and_readyz_turns_ready(tmp_path: Path) ->
 
 
 def test_a_pipeline_that_fails_to_load_is_reported_not_ready(tmp_path: Path) -> None:
-    def broken(_: Settings) -> FakePipeline:
+    def broken(_: ServiceSettings) -> FakePipeline:
         raise FileNotFoundError("no index at /nowhere")
 
-    app = create_app(_settings(tmp_path), broken)  # type: ignore[arg-type]
+    app = create_app(_settings(tmp_path), broken)
     with TestClient(app) as client:
         wait_until(lambda: "failed" in client.get("/readyz").json()["detail"])
         ready = client.get("/readyz")
@@ -88,6 +88,25 @@ def test_judge_scores_pairs_in_order_with_threshold_override(tmp_path: Path) -> 
         strict = client.post("/v1/judge", json={"pairs": pairs, "add_threshold": 0.1}).json()
     assert [s["verdict"] for s in default] == ["RPL", "ADD"]
     assert [s["verdict"] for s in strict["scores"]] == ["RPL", "NONE"]
+
+
+def test_decisions_follow_the_real_rule_with_the_settings_aggregations(tmp_path: Path) -> None:
+    # The stand-in scores "<column> alias" (0.9, 0.8) and decides with cta.judge.decide: the
+    # thresholds come from the request, the aggregations from the settings.
+    judge = {"pairs": [_pair("Title", "Title alias")], "rpl_threshold": 0.85}
+    table = wtq_like_table()
+    table["target_columns"] = ["Title"]
+    perturb = {"table": table, "options": {"rpl_threshold": 0.85, "add_threshold": 0.15}}
+    verdicts, kept = {}, {}
+    for how in ("min", "max"):
+        settings = _settings(tmp_path / how, rpl_aggregation=how)
+        with running_app(settings) as (client, _):
+            verdicts[how] = client.post("/v1/judge", json=judge).json()["scores"][0]["verdict"]
+            column = client.post("/v1/perturb", json=perturb).json()["columns"][0]
+        kept[how] = ([d["name"] for d in column["replace"]], [d["name"] for d in column["add"]])
+    assert verdicts == {"min": "NONE", "max": "RPL"}  # min(0.9, 0.8) < 0.85 ≤ max(0.9, 0.8)
+    # ADD: "Title note" is (0.2, 0.1) against its column but 0.3 against the others > 0.15
+    assert kept == {"min": ([], []), "max": (["Title alias"], [])}
 
 
 def test_concurrent_requests_are_batched_into_fewer_engine_calls(tmp_path: Path) -> None:
@@ -294,11 +313,11 @@ def test_streamed_body_over_the_limit_is_refused_without_content_length(tmp_path
 def test_job_submission_works_before_the_pipeline_is_ready(tmp_path: Path, workers: int) -> None:
     never = threading.Event()
 
-    def blocked(s: Settings) -> FakePipeline:
+    def blocked(s: ServiceSettings) -> FakePipeline:
         never.wait(5)
         return FakePipeline(s)
 
-    app = create_app(_settings(tmp_path), blocked, inprocess_workers=workers)  # type: ignore[arg-type]
+    app = create_app(_settings(tmp_path), blocked, inprocess_workers=workers)
     with TestClient(app) as client:
         created = client.post("/v1/jobs", json={"tables": [wtq_like_table()]})
         assert created.status_code == 202

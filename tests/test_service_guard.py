@@ -11,10 +11,10 @@ from service_fakes import FakePipeline, serving, wtq_like_table
 
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
-from cta.settings import Settings
 from cta.table import Table
 from cta.text import escape, find_bad_text, text_problem
 from service.client import Client
+from service.settings import ServiceSettings
 
 
 class FaultyPipeline(FakePipeline):
@@ -34,7 +34,7 @@ class FaultyPipeline(FakePipeline):
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    settings = Settings(home=tmp_path_factory.mktemp("guard"), max_body_bytes=50_000)
+    settings = ServiceSettings(home=tmp_path_factory.mktemp("guard"), max_body_bytes=50_000)
     with serving(settings, FaultyPipeline(settings)) as (base, _):
         yield base
 

@@ -23,11 +23,12 @@ from cta.settings import Settings
 from cta.table import Table
 from service.batching import Batcher, Overloaded, _Request
 from service.host import PipelineHost
+from service.settings import ServiceSettings
 
 RATE = 1000.0  # pairs per second of the stand-in, and the batcher's seed
 
 
-def _settings(tmp_path: Path, **over: object) -> Settings:
+def _settings(tmp_path: Path, **over: object) -> ServiceSettings:
     # rerank_top_k = 5: a 6-column table costs 270 estimated pairs, 20 columns 2,300.
     base: dict[str, object] = {
         "home": tmp_path,
@@ -36,7 +37,7 @@ def _settings(tmp_path: Path, **over: object) -> Settings:
         "max_request_pairs": 12_000,  # the mechanics, at a budget these tables fit
         "inprocess_workers": 0,
     }
-    return Settings(**{**base, **over})  # type: ignore[arg-type]
+    return ServiceSettings(**{**base, **over})  # type: ignore[arg-type]
 
 
 def _table(name: str, columns: int, rows: int = 2) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def test_estimate_counts_both_passes_and_the_default_budget_is_a_12_column_table
     assert estimate_pairs(six, settings) == 2 * 40 * 2 + 2 * 20 * 5 == 360
     pipeline = Pipeline(settings, None, None, None, None)  # type: ignore[arg-type]
     assert pipeline.estimate_pairs(six) == 360
-    defaults = Settings()
+    defaults = ServiceSettings()
     assert defaults.max_request_pairs == 4_000
     at = Table.model_validate(_table("t12", 12))
     over = Table.model_validate(_table("t13", 13))
@@ -75,7 +76,7 @@ def test_estimate_counts_both_passes_and_the_default_budget_is_a_12_column_table
 
 
 def test_a_table_over_the_budget_is_refused_before_the_engine(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, inprocess_workers=0)  # the default budget
+    settings = ServiceSettings(home=tmp_path, inprocess_workers=0)  # the default budget
     wide = _table("wide", 200)
     cost = _cost(settings, wide)
     with running_app(settings, workers=0) as (client, fake):
@@ -96,7 +97,7 @@ def test_a_table_over_the_budget_is_refused_before_the_engine(tmp_path: Path) ->
 
 
 def test_target_columns_bring_a_wide_table_within_the_budget(tmp_path: Path) -> None:
-    settings = Settings(home=tmp_path, inprocess_workers=0)
+    settings = ServiceSettings(home=tmp_path, inprocess_workers=0)
     every = _table("wide", 100)
     wide = {**every, "target_columns": ["field 0"]}
     assert _cost(settings, wide) <= settings.max_request_pairs < _cost(settings, every)
@@ -152,11 +153,11 @@ def test_a_queued_request_whose_client_left_never_reaches_the_engine(tmp_path: P
 def test_the_batcher_skips_and_stops_cancelled_requests() -> None:
     """The batcher API: a cancelled waiting request is dropped; a running call whose only
     request is cancelled stops with Cancelled, and the rate ignores its time."""
-    settings = Settings(rerank_top_k=5, engine_pairs_per_second=RATE)
+    settings = ServiceSettings(rerank_top_k=5, engine_pairs_per_second=RATE)
     fake = FakePipeline(settings, pairs_per_second=RATE)
 
     async def scenario() -> tuple[list[str | None], list[str | None], int, float]:
-        host = PipelineHost(settings, lambda _: fake)  # type: ignore[arg-type,return-value]
+        host = PipelineHost(settings, lambda _: fake)
         host.load()
         batcher = Batcher(host, queue_size=8, max_batch_pairs=300, batch_wait_ms=0)
         await batcher.start()
@@ -217,11 +218,19 @@ def test_a_small_request_behind_a_large_one_finishes_first(tmp_path: Path) -> No
     assert fake.calls == [("perturb_many", 1)] * 3  # the small one was not batched with it
 
 
+def _idle_batcher(
+    max_queue_seconds: float, queue_size: int
+) -> tuple[Batcher, asyncio.AbstractEventLoop]:
+    """A batcher that is never started (its queue is set by hand) over the stand-in, seeded at
+    ``RATE``, and an event loop for its requests' futures (the caller closes it)."""
+    settings = ServiceSettings(engine_pairs_per_second=RATE, max_queue_seconds=max_queue_seconds)
+    host = PipelineHost(settings, lambda _: FakePipeline(settings))
+    batcher = Batcher(host, queue_size=queue_size, max_batch_pairs=2048, batch_wait_ms=0)
+    return batcher, asyncio.new_event_loop()
+
+
 def test_overdue_requests_go_first_and_a_request_at_the_budget_runs_alone() -> None:
-    settings = Settings(engine_pairs_per_second=RATE, max_queue_seconds=1.0)
-    host = PipelineHost(settings, lambda _: FakePipeline(settings))  # type: ignore[arg-type,return-value]
-    batcher = Batcher(host, queue_size=8, max_batch_pairs=2048, batch_wait_ms=0)
-    loop = asyncio.new_event_loop()
+    batcher, loop = _idle_batcher(max_queue_seconds=1.0, queue_size=8)
     try:
         now = time.monotonic()
 
@@ -285,10 +294,7 @@ def test_a_flood_gets_429_whose_retry_after_tracks_the_backlog_and_tells_the_tru
 
 
 def test_retry_after_is_the_time_until_the_backlog_admits_the_request() -> None:
-    settings = Settings(engine_pairs_per_second=RATE, max_queue_seconds=2.0)
-    host = PipelineHost(settings, lambda _: FakePipeline(settings))  # type: ignore[arg-type,return-value]
-    batcher = Batcher(host, queue_size=2, max_batch_pairs=2048, batch_wait_ms=0)
-    loop = asyncio.new_event_loop()
+    batcher, loop = _idle_batcher(max_queue_seconds=2.0, queue_size=2)
     try:
         assert batcher.backlog_pairs == 0 and batcher.rate == RATE
         batcher._admit(50_000)  # nothing ahead: admitted, however large

@@ -10,7 +10,8 @@ from cta import registry
 from cta.annotations import ThesaurusEntry, load_thesaurus
 from cta.components import CandidateSource, ColumnContext, NameEquivalence
 from cta.settings import Settings
-from cta.table import Column, ColumnType, Table, name_key
+from cta.table import Column, ColumnType, Table
+from cta.words import name_key
 from retriever.thesaurus import ThesaurusSource, name_variants
 
 ENTRIES = [

@@ -20,6 +20,9 @@
   every row of the source, in rowid order, under the new schema and fills added columns
   with generated values (seeded, like the template column when types match) or NULLs.
   Views, indexes and triggers of a source database are not copied.
+
+One file, because the schema model, its perturbation, row synthesis and materialisation
+share the identifier rules (SQLite's case-insensitive names) and are read together.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from cta.apply.sample import seeded_rng
 from cta.apply.values import generate_value, generate_values
@@ -112,7 +115,21 @@ def declared_type(column_type: ColumnType) -> str:
     return _DECLARED[column_type]
 
 
-@dataclass(frozen=True)
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
+def _named(items: Iterable[_N], name: str) -> _N | None:
+    """The first of ``items`` called ``name`` as SQLite compares identifiers, or ``None``."""
+    key = sqlite_fold(name)
+    return next((item for item in items if sqlite_fold(item.name) == key), None)
+
+
+@dataclass(frozen=True, slots=True)
 class ColumnRef:
     """A column of a base table, by SQL identifiers as the schema spells them."""
 
@@ -144,11 +161,7 @@ class SqlTable:
 
     def find(self, name: str) -> SqlColumn | None:
         """The column called ``name`` as SQLite resolves it, or ``None``."""
-        key = sqlite_fold(name)
-        for column in self.columns:
-            if sqlite_fold(column.name) == key:
-                return column
-        return None
+        return _named(self.columns, name)
 
     def index(self, name: str) -> int:
         key = sqlite_fold(name)
@@ -182,11 +195,7 @@ class SqlSchema:
 
     def find(self, name: str) -> SqlTable | None:
         """The table called ``name`` as SQLite resolves it, or ``None``."""
-        key = sqlite_fold(name)
-        for table in self.tables:
-            if sqlite_fold(table.name) == key:
-                return table
-        return None
+        return _named(self.tables, name)
 
     def table(self, name: str) -> SqlTable:
         found = self.find(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -47,3 +48,12 @@ class PerturbedExample(BaseModel):
     question: str | None = Field(
         default=None, description="question-synonym: the rewritten question"
     )
+
+    @classmethod
+    def of(
+        cls, example_id: str, db_id: str, kind: str, seed: int, **fields: Any
+    ) -> PerturbedExample:
+        """Example ``example_id`` of ``db_id`` under ``kind`` and ``seed``: on that database
+        unless ``fields`` name another (``perturbed_db_id``), with ``fields`` (``sql``…)."""
+        own = {"id": example_id, "db_id": db_id, "perturbed_db_id": db_id}
+        return cls(**(own | fields), kind=kind, seed=seed)

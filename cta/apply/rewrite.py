@@ -31,6 +31,9 @@ Consistency beyond renaming:
 :func:`bind_query` exposes the binding itself: the base columns a query mentions (which
 the ADVETA protocol perturbs), the literals each column is compared with and the column
 pairs it joins on (which seed synthesised databases).
+
+One file, because binding and rewriting are one walk over the syntax tree with SQLite's
+scoping rules: splitting them would separate the rule from the only code that applies it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import sqlglot
 from sqlglot import exp
@@ -77,8 +80,7 @@ class _Source:
     scope: Scope | None = None
 
 
-@dataclass(frozen=True)
-class _Exposed:
+class _Exposed(NamedTuple):
     """A column a derived table exposes; ``ref`` when it passes a base column through."""
 
     name: str

@@ -145,16 +145,11 @@ def _sample(
         chosen[i] = decision
         taken.add(_fold(decision.name))
     if kind == "rpl":
-        new_table, mapping = _replace(table, chosen)
+        new, mapping = _replace(table, chosen)
     else:
-        new_table, mapping = _add(table, chosen, seed, sample, values)
+        new, mapping = _add(table, chosen, seed, sample, values)
     return PerturbedTable(
-        kind=kind,
-        seed=seed,
-        sample=sample,
-        mapping=mapping,
-        unperturbed=unperturbed,
-        table=new_table,
+        kind=kind, seed=seed, sample=sample, mapping=mapping, unperturbed=unperturbed, table=new
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from cta.formats.tables import load_any
 from cta.settings import Settings, get_settings
 from cta.table import InvalidTableError, Table
 
@@ -55,8 +56,6 @@ def read_table(path: str) -> Table:
             return Table.parse(json.load(sys.stdin))
         except json.JSONDecodeError as exc:
             raise InvalidTableError("malformed_json", f"stdin: {exc}") from None
-    from cta.formats.tables import load_any
-
     check_input_path(path)
     try:
         return load_any(path)

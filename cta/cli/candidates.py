@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from cta.cli._io import print_json, read_table_or_report, settings_with_index
+from cta.pipeline import Pipeline
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -17,9 +20,6 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.cli._io import print_json, read_table_or_report, settings_with_index
-    from cta.pipeline import Pipeline
-
     table = read_table_or_report(args.table)
     if table is None:
         return 2

@@ -15,8 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cta.cli._io import check_input_path, error, print_json, settings_with_index
+from cta.datasets import FORMATS, perturb_dataset
 from cta.families.base import FAMILY_KINDS
-from cta.table import InvalidTableError
+from cta.pipeline import PerturbOptions, Pipeline
+from cta.results import PerturbationResult
+from cta.table import InvalidTableError, Table
 
 
 def register(sub: Any) -> None:
@@ -25,7 +29,7 @@ def register(sub: Any) -> None:
     run = actions.add_parser(
         "perturb", help="RPL/ADD perturbations of every NL–SQL pair, SQL rewritten, databases"
     )
-    run.add_argument("--format", required=True, choices=("spider", "wikisql", "wtq"))
+    run.add_argument("--format", required=True, choices=tuple(FORMATS))
     run.add_argument(
         "--tables",
         required=True,
@@ -77,8 +81,6 @@ def _kinds(text: str) -> list[str]:
 
 def check_inputs(args: argparse.Namespace) -> None:
     """Raise :class:`InvalidTableError` for a missing input before any model is loaded."""
-    from cta.cli._io import check_input_path
-
     families = [k for k in _kinds(args.kind) if k in FAMILY_KINDS]
     if families and args.format != "spider":
         raise InvalidTableError(
@@ -98,12 +100,6 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.apply.dataset import perturb_dataset
-    from cta.cli._io import error, print_json, settings_with_index
-    from cta.pipeline import PerturbOptions, Pipeline
-    from cta.results import PerturbationResult
-    from cta.table import Table
-
     try:
         kinds = _kinds(args.kind)
         check_inputs(args)

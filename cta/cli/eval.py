@@ -14,6 +14,12 @@ import argparse
 import sys
 from typing import Any
 
+from cta.cli._io import check_input_path, error, print_json
+from cta.evaluation.models import reference_model
+from cta.evaluation.predictions import EndpointPredictions, EntryPointPredictions, FilePredictions
+from cta.evaluation.report import markdown, write_report
+from cta.evaluation.scoring import evaluate
+from cta.evaluation.sets import load_directory
 from cta.table import InvalidTableError
 
 
@@ -74,14 +80,6 @@ def _headers(values: list[str]) -> dict[str, str]:
 
 
 def _predictor(args: argparse.Namespace) -> Any:
-    from cta.cli._io import check_input_path
-    from cta.evaluation import (
-        EndpointPredictions,
-        EntryPointPredictions,
-        FilePredictions,
-        reference_model,
-    )
-
     if args.pred is not None:
         return FilePredictions(args.pred)
     if args.endpoint is not None:
@@ -105,16 +103,11 @@ def _predictor(args: argparse.Namespace) -> Any:
 
 
 def _summary(report: Any) -> str:
-    from cta.evaluation.report import markdown
-
     text = markdown(report, plot_file=None)
     return text[: text.find("## Per set")].rstrip() + "\n"
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.cli._io import error, print_json
-    from cta.evaluation import evaluate, load_directory, write_report
-
     only = [s.strip() for s in args.sets.split(",") if s.strip()] if args.sets else None
     try:
         directory = load_directory(args.directory, only)

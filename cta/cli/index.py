@@ -16,9 +16,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cta.cli._io import describe_error, error
+from cta import registry
+from cta.cli._io import describe_error, describe_table_error, error, read_table
 from cta.settings import get_settings
 from cta.table import InvalidTableError
+from retriever.dense import DenseRetriever, encoder_for_index
+from retriever.index import (
+    DEFAULT_RECIPE,
+    IndexNotFoundError,
+    IndexRecipe,
+    TableIndex,
+    annotated_holdout,
+    build_corpus_index,
+    build_from_recipe,
+)
 
 
 def register(sub: Any) -> None:
@@ -55,15 +66,6 @@ def register(sub: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from cta import registry
-    from retriever.index import (
-        DEFAULT_RECIPE,
-        IndexRecipe,
-        annotated_holdout,
-        build_corpus_index,
-        build_from_recipe,
-    )
-
     settings = get_settings()
     update: dict[str, Any] = {}
     if args.encoder:
@@ -107,8 +109,6 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _info(args: argparse.Namespace) -> int:
-    from retriever.index import IndexNotFoundError, TableIndex
-
     path = Path(args.dir) if args.dir else get_settings().resolved_index_dir()
     try:
         index = TableIndex.load(path)
@@ -119,10 +119,6 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from cta.cli._io import describe_table_error, read_table
-    from retriever.dense import DenseRetriever, encoder_for_index
-    from retriever.index import IndexNotFoundError, TableIndex
-
     try:
         table = read_table(args.table)
     except InvalidTableError as exc:

@@ -17,8 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from cta.cli._io import describe_table_error, error
 from cta.cli.dataset import ALL_KINDS
-from cta.settings import Settings, get_settings
+from cta.formats.tables import load_tables
+from cta.table import InvalidTableError
 
 _TABLE_FILES = (".csv", ".json", ".jsonl")
 
@@ -80,10 +82,9 @@ def _service_errors(func: Callable[[argparse.Namespace], int]) -> Callable[..., 
 
     @functools.wraps(func)
     def run(args: argparse.Namespace) -> int:
-        import httpx
+        import httpx  # deferred: with the service SDK, loaded only by `cta jobs`
 
-        from cta.cli._io import error
-        from service.client import ServiceError
+        from service.client import ServiceError  # deferred: the service package loads FastAPI
 
         try:
             return func(args)
@@ -110,9 +111,13 @@ def _client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key", help="bearer key (default: CTA_API_KEY)")
 
 
-def _client(args: argparse.Namespace, settings: Settings) -> Any:
+def _client(args: argparse.Namespace) -> Any:
+    """The SDK client on ``--url`` / ``CTA_SERVICE_URL`` (else the service's host:port)."""
+    # deferred: the service package loads FastAPI (not for other commands)
     from service.client import Client
+    from service.settings import get_service_settings
 
+    settings = get_service_settings()
     url = args.url or settings.service_url or f"http://{settings.host}:{settings.port}"
     return Client(url, api_key=args.api_key or settings.api_key)
 
@@ -141,9 +146,6 @@ def read_dataset(path: Path) -> tuple[str, list[Any]]:
 
     A missing, unreadable or malformed file raises :class:`InvalidTableError` naming it.
     """
-    from cta.formats.tables import load_tables
-    from cta.table import InvalidTableError
-
     if not path.exists():
         raise InvalidTableError("not_found", f"{path}: no such file or folder")
     if path.is_dir():
@@ -170,10 +172,6 @@ def read_dataset(path: Path) -> tuple[str, list[Any]]:
 
 @_service_errors
 def _submit(args: argparse.Namespace) -> int:
-    from cta.cli._io import describe_table_error, error
-    from cta.table import InvalidTableError
-
-    settings = get_settings()
     try:
         kind, payload = read_dataset(args.dataset)
     except InvalidTableError as exc:
@@ -189,7 +187,7 @@ def _submit(args: argparse.Namespace) -> int:
             return error(f"{args.questions}: {(exc.strerror or str(exc)).lower()}")
         except ValueError as exc:
             return error(f"{args.questions}: {exc} (invalid_json)")
-    with _client(args, settings) as client:
+    with _client(args) as client:
         if questions is not None:
             kinds = _dataset_kinds(args.kind)
             job = client.submit_dataset(payload, questions, kinds, list(range(args.seeds)), options)
@@ -214,37 +212,39 @@ def _submit(args: argparse.Namespace) -> int:
 
 @_service_errors
 def _status(args: argparse.Namespace) -> int:
-    with _client(args, get_settings()) as client:
+    with _client(args) as client:
         _print(client.job(args.job_id).status)
     return 0
 
 
 @_service_errors
 def _results(args: argparse.Namespace) -> int:
-    with _client(args, get_settings()) as client:
+    with _client(args) as client:
         _write_items(client.job(args.job_id), args.output)
     return 0
 
 
 @_service_errors
 def _cancel(args: argparse.Namespace) -> int:
-    with _client(args, get_settings()) as client:
+    with _client(args) as client:
         _print(client.job(args.job_id).cancel())
     return 0
 
 
 @_service_errors
 def _list(args: argparse.Namespace) -> int:
-    with _client(args, get_settings()) as client:
+    with _client(args) as client:
         for status in client.jobs():
             print(status.model_dump_json())
     return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    # deferred: the service package loads FastAPI and SQLAlchemy (not for other commands)
     from service.jobs.store import JobStore
+    from service.settings import get_service_settings
 
-    settings = get_settings()
+    settings = get_service_settings()
     store = JobStore.from_settings(settings)
     store.close()
     print(

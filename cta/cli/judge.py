@@ -22,13 +22,14 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-if TYPE_CHECKING:
-    from cta.judge.nli import BidirectionalJudge, JudgePair
-    from cta.settings import Settings
+from cta.cli._io import error
+from cta.judge.decide import verdict
+from cta.judge.nli import BidirectionalJudge, JudgeError, JudgePair, load_judge
+from cta.settings import Settings, get_settings
 
 EXIT_BAD_INPUT = 2
 # Lines scored together: large enough for full batches, small enough to stream.
@@ -89,8 +90,6 @@ def register(sub: Any) -> None:
 
 def parse_line(text: str, line: int) -> JudgePair:
     """One input line as a :class:`JudgePair`, or :class:`JudgeInputError` naming the line."""
-    from cta.judge.nli import JudgePair
-
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -134,8 +133,6 @@ def judge_lines(
 def _flush(
     pending: list[JudgePair], judge: BidirectionalJudge, settings: Settings, out: TextIO
 ) -> int:
-    from cta.judge.decide import verdict
-
     if not pending:
         return 0
     scores = judge.score(pending)
@@ -156,16 +153,12 @@ def _flush(
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.cli._io import error
-    from cta.judge.nli import JudgeError, load_judge
-    from cta.settings import get_settings
-
     settings = get_settings()
     if args.batch_size is not None:
         if args.batch_size < 1:
             return error("judge: --batch-size must be ≥ 1")
         settings = settings.model_copy(update={"judge_batch_size": args.batch_size})
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # deferred: heavy, only here
 
     hf_logging.disable_progress_bar()  # stderr is for errors here, not loading bars
     try:
@@ -181,8 +174,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from cta.judge.train import train_judge
-    from cta.settings import get_settings
+    # deferred: training code (and its models) loads only for `cta judge train`
+    from cta.training import train_judge
 
     settings = get_settings()
     out = args.out or Path(settings.resolved_judge_model())

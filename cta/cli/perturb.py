@@ -11,6 +11,12 @@ import shutil
 import sys
 from typing import Any
 
+from pydantic import ValidationError
+
+from cta.cli._io import error, print_json, read_table_or_report, settings_with_index
+from cta.cli.render import render_summary
+from cta.pipeline import PerturbOptions, Pipeline
+
 # Widest summary line, whatever the terminal's width.
 MAX_WIDTH = 120
 
@@ -51,12 +57,6 @@ def output_format(requested: str | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from cta.cli._io import error, print_json, read_table_or_report, settings_with_index
-    from cta.cli.render import render_summary
-    from cta.pipeline import PerturbOptions, Pipeline
-
     table = read_table_or_report(args.table)
     if table is None:
         return 2

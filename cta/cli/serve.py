@@ -10,9 +10,10 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cta.settings import Settings, get_settings
+if TYPE_CHECKING:
+    from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def _pipeline_option(p: argparse.ArgumentParser) -> None:
 def load_factory(spec: str | None) -> Any:
     """``module:attr`` (attr may be dotted) → the callable; None → Pipeline.from_settings."""
     if not spec:
-        from cta.pipeline import Pipeline
+        from cta.pipeline import Pipeline  # deferred: the pipeline loads torch and transformers
 
         return Pipeline.from_settings
     module_name, _, attr = spec.partition(":")
@@ -86,8 +87,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    settings = get_settings()
+def _settings(args: argparse.Namespace) -> ServiceSettings:
+    # deferred: the service package loads FastAPI, uvicorn and SQLAlchemy (not for other commands)
+    from service.settings import get_service_settings
+
+    settings = get_service_settings()
     updates = {}
     if getattr(args, "host", None):
         updates["host"] = args.host
@@ -103,7 +107,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.app import create_app
+    from service.app import create_app  # deferred: FastAPI, uvicorn (only `cta serve`)
 
     settings = _settings(args)
     if not settings.api_keys and not is_loopback(settings.host):
@@ -119,6 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    # deferred: the service package loads FastAPI and SQLAlchemy (only `cta worker`)
     from service.host import PipelineHost
     from service.jobs.store import JobStore
     from service.jobs.worker import JobWorker
@@ -142,7 +147,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from service.openapi import openapi_yaml
+    from service.openapi import openapi_yaml  # deferred: builds the FastAPI app
 
     text = openapi_yaml()
     if args.check:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
+from pathlib import Path
 from typing import Any
 
+from cta import registry
 from cta.settings import get_settings
+from cta.wordnet import prepare_wordnet
+from retriever.index import build_corpus_index, build_from_recipe
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +34,7 @@ def register(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from cta.wordnet import prepare_wordnet
-    from retriever.vectors import build_default_vectors
+    from retriever.vectors import build_default_vectors  # deferred: gensim, ~1 s
 
     settings = get_settings()
     settings.home.mkdir(parents=True, exist_ok=True)
@@ -47,9 +50,8 @@ def _run(args: argparse.Namespace) -> int:
 
     judge_dir = settings.resolved_judge_model()
     if not args.skip_judge:
-        from pathlib import Path
-
-        from cta.judge.train import train_judge
+        # deferred: training code (and its models) loads only when a judge is trained
+        from cta.training import train_judge
 
         path = Path(judge_dir)
         if args.force and path.exists() and settings.judge_model is None:
@@ -61,9 +63,6 @@ def _run(args: argparse.Namespace) -> int:
 
     index_dir = settings.resolved_index_dir()
     if args.force or not (index_dir / "manifest.json").exists():
-        from cta import registry
-        from retriever.index import build_corpus_index, build_from_recipe
-
         if args.corpus:
             encoder = registry.create("encoder", settings.encoder, settings)
             info = build_corpus_index(

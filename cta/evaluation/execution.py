@@ -31,6 +31,10 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from cta.apply.verify import ExecutionError, execute
 
+Status = Literal["correct", "wrong", "pred_error", "gold_error", "no_prediction"]
+DEFAULT_TIMEOUT = 10.0
+_ROW_SAMPLE = 20  # rows used to narrow the column permutations (test-suite samples 20)
+
 __all__ = [
     "ExecutionOutcome",
     "ExecutionScorer",
@@ -39,10 +43,6 @@ __all__ = [
     "remove_distinct",
     "result_eq",
 ]
-
-Status = Literal["correct", "wrong", "pred_error", "gold_error", "no_prediction"]
-DEFAULT_TIMEOUT = 10.0
-_ROW_SAMPLE = 20  # rows used to narrow the column permutations (test-suite samples 20)
 
 
 def postprocess(sql: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from cta.evaluation.nearest import NearestTrain
 from cta.evaluation.predictions import Prediction, Predictor
 from cta.evaluation.sets import EvalDirectory, Question
 
@@ -47,7 +48,5 @@ def reference_model(
     if name == "nearest-train":
         if train_questions is None or train_tables is None:
             raise ValueError("nearest-train needs training questions and their tables.json")
-        from cta.evaluation.nearest import NearestTrain
-
         return NearestTrain(train_questions, train_tables)
     raise ValueError(f"unknown model {name!r}; one of {', '.join(MODELS)}")

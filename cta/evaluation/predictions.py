@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any, Protocol
 import httpx
 
 from cta.evaluation.sets import EvalDirectory, Question
+from cta.formats.tables import json_lines
 from cta.table import InvalidTableError
 
 __all__ = [
@@ -68,13 +68,7 @@ class Predictor(Protocol):
 # -- files ----------------------------------------------------------------------------------------
 def _read_jsonl(path: Path, default_set: str | None) -> dict[tuple[str, int], str]:
     found: dict[tuple[str, int], str] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidTableError("invalid_json", f"{path}:{n}: {exc}") from None
+    for n, obj in json_lines(path.read_text(encoding="utf-8"), path):
         if not isinstance(obj, dict) or not isinstance(obj.get("sql"), str):
             raise InvalidTableError("malformed_prediction", f"{path}:{n}: needs a string 'sql'")
         key = _key(obj, default_set)

@@ -11,23 +11,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cta.apply.database import sqlite_fold
+from cta.formats.tables import SpiderColumn, parse_spider_entry
 
 __all__ = ["SchemaColumn", "SpiderSchema"]
 
-
-@dataclass(frozen=True)
-class SchemaColumn:
-    """One column: its table (``-1`` for ``*``), natural name, SQL identifier and type."""
-
-    table: int
-    name: str
-    original: str
-    type: str
+SchemaColumn = SpiderColumn
+"""One column: its table (``-1`` for ``*``), natural name, SQL identifier and type."""
 
 
 @dataclass(frozen=True)
 class SpiderSchema:
-    """The parts of a ``tables.json`` entry evaluation needs."""
+    """The parts of a ``tables.json`` entry evaluation needs (read by
+    :func:`~cta.formats.tables.parse_spider_entry`), with lookups by SQL identifier."""
 
     db_id: str
     table_names: tuple[str, ...]
@@ -40,30 +35,20 @@ class SpiderSchema:
 
     @classmethod
     def from_entry(cls, entry: Mapping[str, Any]) -> SpiderSchema:
-        """Read one ``tables.json`` entry (raises ``KeyError``/``ValueError`` when malformed)."""
-        names = entry["column_names"]
-        originals = entry["column_names_original"]
-        types = entry["column_types"]
-        if not len(names) == len(originals) == len(types):
-            raise ValueError(f"{entry.get('db_id')}: column lists differ in length")
-        columns = tuple(
-            SchemaColumn(int(o[0]), str(n[1]), str(o[1]), str(t))
-            for n, o, t in zip(names, originals, types, strict=True)
-        )
-        pks: set[int] = set()
-        for pk in entry.get("primary_keys", []):
-            pks.update(int(i) for i in (pk if isinstance(pk, list) else [pk]))
+        """Read one ``tables.json`` entry (raises ``ValueError`` — an
+        :class:`~cta.table.InvalidTableError` — when malformed)."""
+        parsed = parse_spider_entry(entry)
         schema = cls(
-            db_id=str(entry["db_id"]),
-            table_names=tuple(str(t) for t in entry["table_names"]),
-            table_originals=tuple(str(t) for t in entry["table_names_original"]),
-            columns=columns,
-            primary_keys=frozenset(pks),
-            foreign_keys=tuple((int(a), int(b)) for a, b in entry.get("foreign_keys", [])),
+            db_id=parsed.db_id,
+            table_names=parsed.table_names,
+            table_originals=parsed.table_originals,
+            columns=parsed.columns,
+            primary_keys=frozenset(parsed.primary_keys),
+            foreign_keys=parsed.foreign_keys,
         )
         for t, name in enumerate(schema.table_originals):
             schema._tables.setdefault(sqlite_fold(name), t)
-        for i, col in enumerate(columns):
+        for i, col in enumerate(schema.columns):
             if col.table >= 0:
                 schema._columns.setdefault((col.table, sqlite_fold(col.original)), i)
         return schema

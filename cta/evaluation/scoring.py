@@ -17,6 +17,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -137,16 +138,7 @@ def score_items(
     matcher = ExactMatcher()
     items = []
     for i, q in enumerate(questions):
-        item = ItemResult(
-            set=q.set,
-            position=q.position,
-            source_index=q.source_index,
-            kind=q.kind,
-            seed=q.seed,
-            db_id=q.db_id,
-            question=q.question,
-            gold=q.gold,
-        )
+        item = ItemResult(**asdict(q))  # the question's fields, then what scoring adds
         schema = directory.schema(q.db_id)
         if predictions is not None:
             prediction = predictions[i]
@@ -246,18 +238,9 @@ def _set_result(
         absolute[metric], relative[metric] = _drop(getattr(pre, metric), getattr(post, metric))
         if metric in METRICS:
             robust[metric] = _robustness(pairs, metric)
-    return SetResult(
-        name=qset.name,
-        set=qset.stem,
-        kind=qset.kind,
-        seed=qset.seed,
-        n=len(pairs),
-        pre=pre,
-        post=post,
-        absolute_drop=absolute,
-        relative_drop=relative,
-        relative_robustness=robust,
-    )
+    named = {"name": qset.name, "set": qset.stem, "kind": qset.kind, "seed": qset.seed}
+    drops = {"absolute_drop": absolute, "relative_drop": relative, "relative_robustness": robust}
+    return SetResult.model_validate({**named, "n": len(pairs), "pre": pre, "post": post, **drops})
 
 
 def _spread(values: Sequence[float | None]) -> Spread:

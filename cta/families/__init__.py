@@ -4,7 +4,7 @@ Every family turns a database and a seed into one :class:`~cta.families.base.DbE
 says why it cannot); :func:`run_families` applies the edits to every question of a dataset
 (rewritten SQL, or the question itself for ``question-synonym``) and records, per item,
 what changed or why it was left as it was. The Spider driver
-(:func:`cta.apply.dataset.perturb_spider`) writes the results beside RPL/ADD's.
+(:func:`cta.datasets.perturb_spider`) writes the results beside RPL/ADD's.
 
 =====================  ==================  =============================================
 kind                   source              what changes
@@ -57,11 +57,24 @@ from cta.table import Table
 
 __all__ = [
     "FAMILY_KINDS",
+    "Abbreviation",
+    "ColumnMerge",
+    "ColumnSplit",
+    "ContentEquivalence",
     "DbEdit",
+    "EquivalenceJudge",
     "Family",
     "FamilyContext",
     "FamilyKind",
+    "Flatten",
+    "InsertColumn",
+    "Normalise",
     "NotApplicable",
+    "OpaqueKeys",
+    "QuestionSynonym",
+    "RemoveColumn",
+    "Shuffle",
+    "TableRename",
     "Usage",
     "entry_of",
     "make_families",

@@ -38,6 +38,7 @@ from cta.apply.database import (
 )
 from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
 from cta.apply.sample import ValueMode
+from cta.formats.tables import parse_spider_entry
 from cta.table import Table
 
 __all__ = [
@@ -293,11 +294,12 @@ def entry_of(
 ) -> tuple[dict[str, Any], dict[int, int], dict[int, int]]:
     """The Spider ``tables.json`` entry of an edited database, with the old → new column and
     table indices of what was carried (for remapping Spider's parsed ``sql``)."""
-    old_tables = [sqlite_fold(t) for t in old_entry["table_names_original"]]
+    old = parse_spider_entry(old_entry)
+    old_tables = [sqlite_fold(t) for t in old.table_originals]
     old_columns = {
-        (old_tables[int(t)], sqlite_fold(str(c))): i
-        for i, (t, c) in enumerate(old_entry["column_names_original"])
-        if int(t) >= 0
+        (old_tables[c.table], sqlite_fold(c.original)): i
+        for i, c in enumerate(old.columns)
+        if c.table >= 0
     }
     inverse_tables = {sqlite_fold(n): sqlite_fold(o) for o, n in edit.table_map.items()}
     table_names: list[str] = []
@@ -313,7 +315,7 @@ def entry_of(
         old_t = inverse_tables.get(tkey, tkey)
         label = edit.labels.get((tkey, ""))
         if label is None and old_t in old_tables:
-            label = old_entry["table_names"][old_tables.index(old_t)]
+            label = old.table_names[old_tables.index(old_t)]
             table_index[old_tables.index(old_t)] = t
         table_names.append(label or table.name)
         table_originals.append(table.name)
@@ -323,14 +325,14 @@ def entry_of(
             old_i = old_columns.get(src) if src is not None else None
             natural = edit.labels.get(key)
             if natural is None and old_i is not None:
-                natural = old_entry["column_names"][old_i][1]
+                natural = old.columns[old_i].name
             position[key] = len(names)
             if old_i is not None:
                 index_map.setdefault(old_i, len(names))  # a copied key keeps its first place
             names.append([t, natural or column.name])
             originals.append([t, column.name])
             types.append(
-                old_entry["column_types"][old_i]
+                old.columns[old_i].type
                 if old_i is not None and key not in edit.labels
                 else column.type.value
             )
@@ -348,15 +350,8 @@ def entry_of(
             b = position.get((sqlite_fold(fk.ref_table), sqlite_fold(fk.ref_column)))
             if a is not None and b is not None:
                 foreign_keys.append([a, b])
-    entry = dict(old_entry)
-    entry.update(
-        db_id=db_id,
-        table_names=table_names,
-        table_names_original=table_originals,
-        column_names=names,
-        column_names_original=originals,
-        column_types=types,
-        primary_keys=primary_keys,
-        foreign_keys=foreign_keys,
-    )
+    entry = dict(old_entry)  # the entry's own keys keep their places
+    entry.update(db_id=db_id, table_names=table_names, table_names_original=table_originals)
+    entry.update(column_names=names, column_names_original=originals, column_types=types)
+    entry.update(primary_keys=primary_keys, foreign_keys=foreign_keys)
     return entry, index_map, table_index

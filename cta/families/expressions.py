@@ -30,6 +30,9 @@ affinity of its type — which is the identity on the values it is applied to (t
 back as TEXT, integers as INTEGER or NUMERIC); a column whose affinity no such CAST can
 give without changing a value (dates declared ``DATETIME``, NUMERIC affinity, holding
 text) is left alone, and so is a table whose definition declares a collation.
+
+One file, because the three families share the type-affinity rules and the reconstruction
+expressions that make a migrated column read back exactly.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from random import Random
 from typing import Any
 
 from cta.apply.database import (
@@ -48,6 +52,7 @@ from cta.apply.database import (
     SqlColumn,
     SqlSchema,
     SqlTable,
+    declared_type,
     quote_identifier,
     sqlite_fold,
 )
@@ -173,7 +178,9 @@ class Replacement:
 
 
 def _text_part(name: str, label: str, fill: str) -> Part:
-    return Part(SqlColumn(name, ColumnType.TEXT, "TEXT"), label, fill, "text")
+    return Part(
+        SqlColumn(name, ColumnType.TEXT, declared_type(ColumnType.TEXT)), label, fill, "text"
+    )
 
 
 def _integer_part(name: str, label: str, fill: str, kind: ColumnType = ColumnType.NUMBER) -> Part:
@@ -524,6 +531,27 @@ def _choose(ctx: FamilyContext, builders: list[Builder], what: str) -> DbEdit:
     raise NotApplicable(f"no candidate: {what}")
 
 
+def _choose_seeded(
+    ctx: FamilyContext,
+    seed: int,
+    kind: str,
+    options: Callable[[SqlTable, SqlColumn, str, Random], list[Builder]],
+    what: str,
+) -> DbEdit:
+    """:func:`_choose` among the ``options`` of every mentioned column (given its table,
+    SQLite affinity and the family's seeded generator), in an order the seed shuffles."""
+    _need_cells(ctx)
+    rng = seeded_rng(seed, ctx.db_id, kind)
+    builders = [
+        builder
+        for table, columns, affinities in _candidates(ctx)
+        for column in columns
+        for builder in options(table, column, affinities.get(sqlite_fold(column.name), ""), rng)
+    ]
+    rng.shuffle(builders)
+    return _choose(ctx, builders, what)
+
+
 def _need_cells(ctx: FamilyContext) -> None:
     if ctx.path is None:
         raise NotApplicable("no database file: the cells cannot be checked or migrated")
@@ -537,19 +565,17 @@ class ContentEquivalence:
     kind = "content-equivalence"
 
     def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
-        _need_cells(ctx)
-        rng = seeded_rng(seed, ctx.db_id, self.kind)
-        builders: list[Builder] = []
-        for table, columns, affinities in _candidates(ctx):
-            for column in columns:
-                aff = affinities.get(sqlite_fold(column.name), "")
-                if aff == "TEXT" and _person_name(ctx, table, column):
-                    builders.append(partial(_name_split, ctx, table, column))
-                builders.append(partial(_age, ctx, table, column, aff))
-                if aff == "TEXT":
-                    builders.append(partial(_two_valued, ctx, table, column, rng.choice))
-        rng.shuffle(builders)
-        return _choose(ctx, builders, "a mentioned person's name, age or two-valued text column")
+        def options(table: SqlTable, column: SqlColumn, aff: str, rng: Random) -> list[Builder]:
+            found: list[Builder] = []
+            if aff == "TEXT" and _person_name(ctx, table, column):
+                found.append(partial(_name_split, ctx, table, column))
+            found.append(partial(_age, ctx, table, column, aff))
+            if aff == "TEXT":
+                found.append(partial(_two_valued, ctx, table, column, rng.choice))
+            return found
+
+        what = "a mentioned person's name, age or two-valued text column"
+        return _choose_seeded(ctx, seed, self.kind, options, what)
 
 
 class ColumnSplit:
@@ -559,18 +585,18 @@ class ColumnSplit:
     kind = "column-split"
 
     def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
-        _need_cells(ctx)
-        rng = seeded_rng(seed, ctx.db_id, self.kind)
-        builders: list[Builder] = []
-        for table, columns, affinities in _candidates(ctx):
-            for column in columns:
-                if affinities.get(sqlite_fold(column.name)) != "TEXT":
-                    continue
-                if _person_name(ctx, table, column):
-                    builders.append(partial(_name_split, ctx, table, column))
-                builders.append(partial(_date_split, ctx, table, column))
-        rng.shuffle(builders)
-        return _choose(ctx, builders, "a mentioned person's name or ISO date text column")
+        def options(table: SqlTable, column: SqlColumn, aff: str, rng: Random) -> list[Builder]:
+            if aff != "TEXT":
+                return []
+            name = (
+                [partial(_name_split, ctx, table, column)]
+                if _person_name(ctx, table, column)
+                else []
+            )
+            return [*name, partial(_date_split, ctx, table, column)]
+
+        what = "a mentioned person's name or ISO date text column"
+        return _choose_seeded(ctx, seed, self.kind, options, what)
 
 
 def _name_pair(words_a: list[str], words_b: list[str]) -> bool:

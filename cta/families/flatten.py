@@ -20,6 +20,9 @@ an outer, ``NATURAL`` or ``USING`` join — needs ``B``'s own rows and raises
 Stars over ``A`` or ``B`` are spelled out in their original order; an unqualified
 reference that one of ``A``'s new columns could capture is qualified; the rewritten
 query is regenerated from the syntax tree (sqlglot, SQLite dialect).
+
+One file, because the data check and the query rewrite of a flatten are one proof: the
+rewrite is only valid under the exact match the data check establishes.
 """
 
 from __future__ import annotations

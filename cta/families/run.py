@@ -99,14 +99,7 @@ def run_families(
         schema = databases[ex.db_id].schema
         for kind in families:
             for seed in seeds:
-                base = PerturbedExample(
-                    id=ex.id,
-                    kind=kind,
-                    seed=seed,
-                    db_id=ex.db_id,
-                    perturbed_db_id=ex.db_id,
-                    sql=ex.sql,
-                )
+                base = PerturbedExample.of(ex.id, ex.db_id, kind, seed, sql=ex.sql)
                 plan = planned[(kind, ex.db_id, seed)]
                 if isinstance(plan, str):
                     out.append(base.model_copy(update={"unchanged": plan}))

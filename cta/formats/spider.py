@@ -33,8 +33,13 @@ from cta.apply.database import (
     SqlTable,
     sqlite_fold,
 )
-from cta.formats.tables import load_spider_database
-from cta.table import ColumnType, ForeignKey, InvalidTableError, Table
+from cta.formats.tables import (
+    SpiderEntry,
+    load_spider_database,
+    parse_spider_entry,
+    spider_column_type,
+)
+from cta.table import InvalidTableError, Table
 
 __all__ = [
     "SpiderDataset",
@@ -47,10 +52,9 @@ __all__ = [
     "remap_sql",
     "remap_tables",
     "spider_schema",
+    "sql_schema",
     "write_json",
 ]
-
-_TYPES = {t.value: t for t in ColumnType}
 
 
 @dataclass
@@ -124,36 +128,25 @@ def load_spider(
 
 def spider_schema(entry: Mapping[str, Any]) -> SqlSchema:
     """The relational schema of a ``tables.json`` entry (SQL identifiers and keys)."""
-    originals = entry["column_names_original"]
-    types = entry["column_types"]
-    table_names = entry["table_names_original"]
+    return sql_schema(parse_spider_entry(entry))
 
-    def owner(i: int) -> tuple[str, str]:
-        t, name = originals[i]
-        return table_names[int(t)], str(name)
 
-    columns: dict[int, list[SqlColumn]] = {t: [] for t in range(len(table_names))}
-    for i, (t, name) in enumerate(originals):
-        if int(t) >= 0:
-            columns[int(t)].append(SqlColumn(str(name), _TYPES.get(types[i], ColumnType.OTHERS)))
-    pks: dict[str, list[str]] = {}
-    for pk in entry.get("primary_keys", []):
-        for i in pk if isinstance(pk, list) else [pk]:
-            table, name = owner(int(i))
-            pks.setdefault(table, []).append(name)
-    fks: dict[str, list[ForeignKey]] = {}
-    for a, b in entry.get("foreign_keys", []):
-        (ta, ca), (tb, cb) = owner(int(a)), owner(int(b))
-        fks.setdefault(ta, []).append(ForeignKey(column=ca, ref_table=tb, ref_column=cb))
+def sql_schema(parsed: SpiderEntry) -> SqlSchema:
+    """The relational schema of a parsed ``tables.json`` entry."""
+    columns = parsed.columns
+    pks, fks = parsed.keys()
     return SqlSchema(
         tuple(
             SqlTable(
                 name=name,
-                columns=tuple(columns[t]),
-                primary_key=tuple(pks.get(name, [])),
-                foreign_keys=tuple(fks.get(name, [])),
+                columns=tuple(
+                    SqlColumn(columns[i].original, spider_column_type(columns[i].type))
+                    for i in parsed.table_columns(t)
+                ),
+                primary_key=tuple(pks.get(t, [])),
+                foreign_keys=tuple(fks.get(t, [])),
             )
-            for t, name in enumerate(table_names)
+            for t, name in enumerate(parsed.table_originals)
         )
     )
 

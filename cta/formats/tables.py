@@ -15,6 +15,9 @@ markers (``-``, ``n/a``…) are ignored; a type wins when at least 90% of the re
 parse as it, tried in the order boolean → number → time → text. Years (``1969``) are numbers,
 as in Spider and WikiSQL; only values that look like dates or clock times (``2010-05-01``,
 ``May 1, 2010``, ``12:30``) make a ``time`` column.
+
+One file, because every loader shares the cell normalisation and the type inference that
+make their tables identical whatever the source format.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "infer_column_type",
+    "json_lines",
     "json_value",
     "load_any",
     "load_csv",
@@ -49,6 +54,11 @@ __all__ = [
     "load_wdc_table",
     "load_wikisql_table",
     "normalise_name",
+    "parse_spider_entry",
+    "spider_column_type",
+    "spider_tables",
+    "SpiderColumn",
+    "SpiderEntry",
 ]
 
 # Share of non-empty values that must parse as a type for the column to get it.
@@ -186,6 +196,14 @@ def _parse_json_line(line: str, where: str) -> Any:
         raise InvalidTableError("invalid_json", f"{where}: {exc}") from None
 
 
+def json_lines(text: str, where: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line of JSON Lines text (``invalid_json``,
+    naming ``where:line``, for a line that is not JSON)."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield n, _parse_json_line(line, f"{where}:{n}")
+
+
 def _require(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     if not isinstance(obj, Mapping) or key not in obj:
         raise InvalidTableError("malformed_table", f"{where}: missing key {key!r}")
@@ -317,13 +335,64 @@ def load_dataframe(
 
 
 # -- Spider --------------------------------------------------------------------------------------
-def load_spider_database(entry: Mapping[str, Any]) -> list[Table]:
-    """One table per table of a Spider database (one entry of ``tables.json``).
+def spider_column_type(name: Any) -> ColumnType:
+    """The column type a Spider ``column_types`` entry names (unknown names: ``others``)."""
+    return _SPIDER_TYPES.get(str(name), ColumnType.OTHERS)
 
-    ``Column.name`` is the natural name (``column_names``) and ``original_name`` the schema
-    identifier (``column_names_original``). Keys use schema identifiers: ``primary_key``
-    and ``ForeignKey.column`` are original column names, ``ref_table`` the original table
-    name (``Table.column`` resolves either spelling). Table ids are ``db_id.table``.
+
+@dataclass(frozen=True)
+class SpiderColumn:
+    """One column of a Spider entry: its table (``-1`` for ``*``), natural name, SQL
+    identifier and Spider type name, at its global index."""
+
+    table: int
+    name: str
+    original: str
+    type: str
+
+
+@dataclass(frozen=True)
+class SpiderEntry:
+    """One ``tables.json`` entry, read once: names, columns by global index, keys.
+
+    ``primary_keys`` and ``foreign_keys`` hold global column indices in entry order (a
+    composite primary key contributes each of its columns).
+    """
+
+    db_id: str
+    table_names: tuple[str, ...]
+    table_originals: tuple[str, ...]
+    columns: tuple[SpiderColumn, ...]
+    primary_keys: tuple[int, ...]
+    foreign_keys: tuple[tuple[int, int], ...]
+
+    def table_columns(self, table: int) -> list[int]:
+        """Global indices of the columns of ``table``, in schema order."""
+        return [i for i, c in enumerate(self.columns) if c.table == table]
+
+    def keys(self) -> tuple[dict[int, list[str]], dict[int, list[ForeignKey]]]:
+        """By table index: the SQL identifiers of its primary key, and its foreign keys
+        (``ref_table`` the referenced table's identifier)."""
+        columns = self.columns
+        pks: dict[int, list[str]] = {}
+        for i in self.primary_keys:
+            pks.setdefault(columns[i].table, []).append(columns[i].original)
+        fks: dict[int, list[ForeignKey]] = {}
+        for src, dst in self.foreign_keys:
+            ref_table = self.table_originals[columns[dst].table]
+            fk = ForeignKey(
+                column=columns[src].original, ref_table=ref_table, ref_column=columns[dst].original
+            )
+            fks.setdefault(columns[src].table, []).append(fk)
+        return pks, fks
+
+
+def parse_spider_entry(entry: Mapping[str, Any]) -> SpiderEntry:
+    """Read one Spider ``tables.json`` entry: the one parser every Spider reader goes through.
+
+    Raises :class:`InvalidTableError` (``malformed_table``) for a missing key, column or
+    table lists of different lengths and a key naming an absent column; a key that is not
+    an integer raises ``ValueError``/``IndexError`` as Python does.
     """
     db_id = _require(entry, "db_id", str, "spider database")
     where = f"spider database {db_id!r}"
@@ -337,45 +406,73 @@ def load_spider_database(entry: Mapping[str, Any]) -> list[Table]:
     if len(table_names) != len(table_originals):
         raise InvalidTableError("malformed_table", f"{where}: table lists differ in length")
 
-    def owner(i: int) -> tuple[int, str]:
+    def owner(i: int) -> str:
         try:
-            t, original = col_originals[i]
+            _, original = col_originals[i]
         except (IndexError, TypeError, ValueError):
             raise InvalidTableError(
                 "malformed_table", f"{where}: bad column reference {i}"
             ) from None
-        return int(t), str(original)
+        return str(original)
 
-    pks: dict[int, list[str]] = {}
+    pks: list[int] = []
     for pk in entry.get("primary_keys", []):
         for i in pk if isinstance(pk, list) else [pk]:
-            t, original = owner(int(i))
-            pks.setdefault(t, []).append(original)
-    fks: dict[int, list[ForeignKey]] = {}
+            owner(int(i))
+            pks.append(int(i))
+    fks: list[tuple[int, int]] = []
     for pair in entry.get("foreign_keys", []):
-        src_t, src_col = owner(int(pair[0]))
-        dst_t, dst_col = owner(int(pair[1]))
-        fks.setdefault(src_t, []).append(
-            ForeignKey(column=src_col, ref_table=str(table_originals[dst_t]), ref_column=dst_col)
-        )
+        src = int(pair[0])
+        owner(src)
+        dst = int(pair[1])
+        owner(dst)
+        fks.append((src, dst))
+    columns = []
+    for i, (pair, ctype) in enumerate(zip(col_names, col_types, strict=True)):
+        t = int(pair[0])
+        columns.append(SpiderColumn(t, str(pair[1]), owner(i) if t >= 0 else "*", str(ctype)))
+    return SpiderEntry(
+        db_id=db_id,
+        table_names=tuple(str(t) for t in table_names),
+        table_originals=tuple(str(t) for t in table_originals),
+        columns=tuple(columns),
+        primary_keys=tuple(pks),
+        foreign_keys=tuple(fks),
+    )
 
+
+def load_spider_database(entry: Mapping[str, Any]) -> list[Table]:
+    """One table per table of a Spider database (one entry of ``tables.json``).
+
+    ``Column.name`` is the natural name (``column_names``) and ``original_name`` the schema
+    identifier (``column_names_original``). Keys use schema identifiers: ``primary_key``
+    and ``ForeignKey.column`` are original column names, ``ref_table`` the original table
+    name (``Table.column`` resolves either spelling). Table ids are ``db_id.table``.
+    """
+    return spider_tables(parse_spider_entry(entry))
+
+
+def spider_tables(parsed: SpiderEntry) -> list[Table]:
+    """The tables of a parsed Spider entry (see :func:`load_spider_database`)."""
+    where = f"spider database {parsed.db_id!r}"
+    pks, fks = parsed.keys()
     tables = []
-    for t, (natural, original) in enumerate(zip(table_names, table_originals, strict=True)):
-        columns = []
-        for i, (pair, ctype) in enumerate(zip(col_names, col_types, strict=True)):
-            if int(pair[0]) != t:
-                continue  # "*" has table -1
-            ctype_enum = _SPIDER_TYPES.get(str(ctype), ColumnType.OTHERS)
-            columns.append(Column(name=str(pair[1]), type=ctype_enum, original_name=owner(i)[1]))
+    for t, (natural, original) in enumerate(
+        zip(parsed.table_names, parsed.table_originals, strict=True)
+    ):
         tables.append(
             _build(
                 f"{where} table {original!r}",
-                id=f"{db_id}.{original}",
-                name=str(natural),
-                columns=columns,
+                id=f"{parsed.db_id}.{original}",
+                name=natural,
+                columns=[
+                    Column(name=c.name, type=spider_column_type(c.type), original_name=c.original)
+                    for c in parsed.columns
+                    if c.table == t  # "*" has table -1
+                ],
                 primary_key=pks.get(t, []),
                 foreign_keys=fks.get(t, []),
-                source=f"spider:{db_id}",
+                source=f"spider:{parsed.db_id}",
             )
         )
     return tables
@@ -495,10 +592,8 @@ def load_tables(path: str | Path) -> list[Table]:
         return [load_csv(p)]
     if suffix == ".jsonl":
         tables = []
-        for n, line in enumerate(_read_text(p).splitlines(), start=1):
-            if line.strip():
-                data = _parse_json_line(line, f"{p}:{n}")
-                tables.extend(_tables_from_json(data, f"{p}:{n}"))
+        for n, data in json_lines(_read_text(p), p):
+            tables.extend(_tables_from_json(data, f"{p}:{n}"))
         return tables
     if suffix == ".json":
         return _tables_from_json(_read_json(p), str(p))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cta.apply.database import SqlColumn, SqlSchema, SqlTable, quote_identifier
-from cta.formats.tables import normalise_name
+from cta.formats.tables import json_lines, normalise_name
 from cta.table import ColumnType, InvalidTableError
 
 __all__ = [
@@ -51,18 +51,12 @@ class WikiSqlDataset:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidTableError("invalid_json", f"{path}: {exc}") from None
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidTableError("invalid_json", f"{path}:{n}: {exc}") from None
+    out = []
+    for n, obj in json_lines(text, path):
         if not isinstance(obj, dict):
             raise InvalidTableError("malformed_dataset", f"{path}:{n}: not an object")
         out.append(obj)

@@ -1,11 +1,12 @@
-"""The judge stage (METHOD.md §3.4): NLI scoring, the RPL/ADD decision rule, the offline judge.
+"""The judge stage (METHOD.md §3.4): NLI scoring and the RPL/ADD decision rule.
 
 * :mod:`cta.judge.nli` — :class:`HFEntailmentModel` (any HF NLI checkpoint) and
   :class:`BidirectionalJudge` (template texts, e1/e2, dedup, LRU cache);
-* :mod:`cta.judge.decide` — the decision rule, in one place;
-* :mod:`cta.judge.supervision` and :mod:`cta.judge.train` — ``cta judge train``.
+* :mod:`cta.judge.decide` — the decision rule, in one place.
 
-Heavy libraries (torch, transformers) load only when a model is built or trained.
+Inference only: how the offline judge is trained (``cta judge train``) lives in
+:mod:`cta.training`, which imports this package and is never imported by it.
+Heavy libraries (torch, transformers) load only when a model is built.
 """
 
 from cta.judge.decide import is_add_against, is_rpl, passes_add, verdict
@@ -20,7 +21,6 @@ from cta.judge.nli import (
     load_judge,
     render,
 )
-from cta.judge.train import train_judge
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -35,6 +35,5 @@ __all__ = [
     "load_judge",
     "passes_add",
     "render",
-    "train_judge",
     "verdict",
 ]

@@ -12,12 +12,14 @@ judge's scores are then not needed, and a judge that misses such a pair cannot l
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 from cta.names import head_index
 from cta.results import Verdict
-from cta.table import name_key
+from cta.settings import Settings
+from cta.words import name_key
 
 Aggregation = Literal["min", "max", "mean"]
 
@@ -94,6 +96,57 @@ def verdict(
     if is_add_against(e1, e2, add_threshold, add_aggregation):
         return "ADD"
     return "NONE"
+
+
+@dataclass(frozen=True)
+class DecisionRule:
+    """The RPL/ADD rule with its thresholds and aggregations bound: what the pipeline, the
+    service and any test double apply (build with :meth:`from_settings`)."""
+
+    rpl_threshold: float = 0.65
+    add_threshold: float = 0.45
+    rpl_aggregation: Aggregation = "min"
+    add_aggregation: Aggregation = "max"
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        rpl_threshold: float | None = None,
+        add_threshold: float | None = None,
+    ) -> DecisionRule:
+        """The settings' rule; a threshold given here (a request's override) wins."""
+        return cls(
+            rpl_threshold=settings.rpl_threshold if rpl_threshold is None else rpl_threshold,
+            add_threshold=settings.add_threshold if add_threshold is None else add_threshold,
+            rpl_aggregation=settings.rpl_aggregation,
+            add_aggregation=settings.add_aggregation,
+        )
+
+    def is_rpl(self, e1: float, e2: float) -> bool:
+        return is_rpl(e1, e2, self.rpl_threshold, self.rpl_aggregation)
+
+    def is_add_against(self, e1: float, e2: float) -> bool:
+        return is_add_against(e1, e2, self.add_threshold, self.add_aggregation)
+
+    def rpl_possible(self, e1: float) -> bool:
+        return rpl_possible(e1, self.rpl_threshold, self.rpl_aggregation)
+
+    def add_possible(self, e1: float) -> bool:
+        return add_possible(e1, self.add_threshold, self.add_aggregation)
+
+    def passes_add(self, scores_vs_every_column: Sequence[tuple[float, float]]) -> bool:
+        return passes_add(scores_vs_every_column, self.add_threshold, self.add_aggregation)
+
+    def verdict(self, e1: float, e2: float) -> Verdict:
+        return verdict(
+            e1,
+            e2,
+            self.rpl_threshold,
+            self.add_threshold,
+            self.rpl_aggregation,
+            self.add_aggregation,
+        )
 
 
 # -- the lexical ADD guard -----------------------------------------------------------------------

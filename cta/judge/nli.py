@@ -20,11 +20,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from cta.components import EntailmentModel
-from cta.context import column_words
 from cta.registry import register
 from cta.settings import Settings
 from cta.table import ColumnType, InvalidTableError
 from cta.text import text_problem
+from cta.words import column_words
 
 if TYPE_CHECKING:
     import torch

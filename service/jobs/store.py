@@ -25,13 +25,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cta.apply.dataset import SpiderDatabaseResult
+from cta.datasets import SpiderDatabaseResult
 from cta.evaluation.payload import EvalDatabaseResult
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
-from cta.settings import Settings
 from service.jobs.tables import job_items, jobs
+from service.migrations import upgrade
 from service.schemas import ItemError, JobItem, JobKind, JobResultsPage, JobStatus
+from service.settings import ServiceSettings
 
 __all__ = ["ClaimedItem", "JobStore", "NewItem", "utcnow"]
 
@@ -78,7 +79,7 @@ class JobStore:
         self.is_postgres = self.engine.dialect.name == "postgresql"
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> JobStore:
+    def from_settings(cls, settings: ServiceSettings) -> JobStore:
         """The store at ``settings.resolved_database_url()``, migrated to the latest schema."""
         store = cls(settings.resolved_database_url())
         store.migrate()
@@ -102,8 +103,6 @@ class JobStore:
     # -- schema ----------------------------------------------------------------------------
     def migrate(self) -> None:
         """Bring the database to the latest Alembic revision (safe to run concurrently)."""
-        from service.migrations import upgrade
-
         with self._tx() as conn:
             if self.is_postgres:
                 # One migrator at a time across processes; released at commit.

@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from cta.datasets import spider_database
 from cta.formats.tables import load_spider_database
-from cta.settings import Settings
 from cta.table import InvalidTableError, Table
 from service.jobs.store import NewItem
 from service.limits import check_table_limits
@@ -23,6 +23,7 @@ from service.schemas import (
     SpiderJobCreate,
     TablesJobCreate,
 )
+from service.settings import ServiceSettings
 
 
 def dumps(obj: Any) -> str:
@@ -32,7 +33,7 @@ def dumps(obj: Any) -> str:
 
 def job_items(
     request: TablesJobCreate | SpiderJobCreate | DatasetJobCreate | EvalJobCreate,
-    settings: Settings,
+    settings: ServiceSettings,
 ) -> list[NewItem]:
     """The items of a job request, in order; raises when the job exceeds max_tables_per_job."""
     if isinstance(request, EvalJobCreate):
@@ -54,7 +55,7 @@ def job_items(
     return items
 
 
-def _check_count(n: int, settings: Settings) -> None:
+def _check_count(n: int, settings: ServiceSettings) -> None:
     if n > settings.max_tables_per_job:
         raise InvalidTableError(
             "max_tables_per_job",
@@ -63,29 +64,34 @@ def _check_count(n: int, settings: Settings) -> None:
         )
 
 
-def _table_item(obj: Mapping[str, Any], settings: Settings) -> NewItem:
+def _failed(obj: Any, item_id: str | None, problem: str, message: str) -> NewItem:
+    """An item failed at submission: its input is kept and its error given."""
+    return NewItem(dumps(obj), item_id, ItemError(problem=problem, message=message))
+
+
+def _table_item(obj: Mapping[str, Any], settings: ServiceSettings) -> NewItem:
     table_id = obj.get("id") if isinstance(obj.get("id"), str) else None
     try:
         table = Table.parse(obj)
         check_table_limits(table, settings)
     except InvalidTableError as exc:
-        return NewItem(dumps(obj), table_id, ItemError(problem=exc.problem, message=exc.message))
+        return _failed(obj, table_id, exc.problem, exc.message)
     return NewItem(dumps(table.model_dump(mode="json")), table.id)
 
 
-def _spider_items(entry: Mapping[str, Any], settings: Settings) -> list[NewItem]:
+def _spider_items(entry: Mapping[str, Any], settings: ServiceSettings) -> list[NewItem]:
     db_id = entry.get("db_id") if isinstance(entry.get("db_id"), str) else None
     try:
         tables = load_spider_database(entry)
     except InvalidTableError as exc:
-        return [NewItem(dumps(entry), db_id, ItemError(problem=exc.problem, message=exc.message))]
+        return [_failed(entry, db_id, exc.problem, exc.message)]
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         # Untrusted payload: an entry of the wrong shape is that entry's error, not a 500.
         message = f"spider database {db_id!r}: {type(exc).__name__}: {exc}"
-        return [NewItem(dumps(entry), db_id, ItemError(problem="invalid_spider", message=message))]
+        return [_failed(entry, db_id, "invalid_spider", message)]
     if not tables:
         message = f"spider database {db_id!r} has no tables"
-        return [NewItem(dumps(entry), db_id, ItemError(problem="empty_database", message=message))]
+        return [_failed(entry, db_id, "empty_database", message)]
     items = []
     for table in tables:
         try:
@@ -98,7 +104,7 @@ def _spider_items(entry: Mapping[str, Any], settings: Settings) -> list[NewItem]
     return items
 
 
-def _dataset_items(request: DatasetJobCreate, settings: Settings) -> list[NewItem]:
+def _dataset_items(request: DatasetJobCreate, settings: ServiceSettings) -> list[NewItem]:
     """One item per database of the payload that some question record names, in payload
     order; then one failed item per database name the records use but the payload lacks.
 
@@ -119,15 +125,13 @@ def _dataset_items(request: DatasetJobCreate, settings: Settings) -> list[NewIte
     for entry in request.spider:
         db_id = entry.get("db_id") if isinstance(entry.get("db_id"), str) else None
         if db_id is None:
-            failure = ItemError(
-                problem="invalid_spider", message="a Spider entry needs a string db_id"
+            items.append(
+                _failed(entry, None, "invalid_spider", "a Spider entry needs a string db_id")
             )
-            items.append(NewItem(dumps(entry), None, failure))
             continue
         if db_id in known:
             message = f"database {db_id!r} appears twice in the payload"
-            failure = ItemError(problem="duplicate_database", message=message)
-            items.append(NewItem(dumps(entry), db_id, failure))
+            items.append(_failed(entry, db_id, "duplicate_database", message))
             continue
         if db_id not in by_db:
             continue  # a database no question uses has nothing to perturb
@@ -148,35 +152,23 @@ def _dataset_items(request: DatasetJobCreate, settings: Settings) -> list[NewIte
             message = (
                 f"{len(records)} question records name database {db_id!r}, absent from the payload"
             )
-            items.append(
-                NewItem(
-                    dumps({"records": records}),
-                    db_id,
-                    ItemError(problem="unknown_database", message=message),
-                )
-            )
+            items.append(_failed({"records": records}, db_id, "unknown_database", message))
     if orphans:
         message = f"{len(orphans)} question records lack a string db_id or query"
-        items.append(
-            NewItem(
-                dumps({"records": orphans}),
-                None,
-                ItemError(problem="invalid_record", message=message),
-            )
-        )
+        items.append(_failed({"records": orphans}, None, "invalid_record", message))
     return items
 
 
-def _database_error(entry: Mapping[str, Any], db_id: str, settings: Settings) -> ItemError | None:
-    """Why a Spider entry cannot be perturbed (unreadable, or a table over a limit), or None."""
-    from cta.formats.spider import spider_schema
-
+def _database_error(
+    entry: Mapping[str, Any], db_id: str, settings: ServiceSettings
+) -> ItemError | None:
+    """Why a Spider entry cannot be perturbed (unreadable, or a table over a limit), or None:
+    the entry read as the dataset job's worker reads it (:func:`cta.datasets.spider_database`)."""
     try:
-        tables = load_spider_database(entry)
+        tables = spider_database(entry).tables
         if not tables:
             message = f"spider database {db_id!r} has no tables"
             return ItemError(problem="empty_database", message=message)
-        spider_schema(entry)
         for table in tables:
             check_table_limits(table, settings)
     except InvalidTableError as exc:
@@ -187,7 +179,7 @@ def _database_error(entry: Mapping[str, Any], db_id: str, settings: Settings) ->
     return None
 
 
-def _eval_items(request: EvalJobCreate, settings: Settings) -> list[NewItem]:
+def _eval_items(request: EvalJobCreate, settings: ServiceSettings) -> list[NewItem]:
     """One item per source database: its original questions and every perturbed question
     whose ``source_index`` points at one of them, with the entries they are asked on.
 
@@ -260,11 +252,5 @@ def _eval_items(request: EvalJobCreate, settings: Settings) -> list[NewItem]:
             f"{len(orphans)} question records name no database of the payload, or no original "
             "question (source_index into <name>_original)"
         )
-        items.append(
-            NewItem(
-                dumps({"records": orphans}),
-                None,
-                ItemError(problem="invalid_record", message=message),
-            )
-        )
+        items.append(_failed({"records": orphans}, None, "invalid_record", message))
     return items

@@ -17,15 +17,15 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from cta.apply.dataset import SpiderDatabaseResult, perturb_spider_database
-from cta.evaluation.payload import EvalDatabaseResult
+from cta.datasets import SpiderDatabaseResult, perturb_spider_database
+from cta.evaluation.payload import EvalDatabaseResult, evaluate_payload
 from cta.pipeline import PerturbOptions
 from cta.results import PerturbationResult
-from cta.settings import Settings
 from cta.table import InvalidTableError, Table
 from service.host import PipelineHost
 from service.jobs.store import ClaimedItem, JobStore
 from service.schemas import ItemError
+from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class JobWorker:
         self,
         store: JobStore,
         host: PipelineHost,
-        settings: Settings,
+        settings: ServiceSettings,
         name: str | None = None,
     ) -> None:
         self.store = store
@@ -180,8 +180,6 @@ class JobWorker:
 
     def _eval(self, item: ClaimedItem) -> None:
         """Score one source database's questions (:func:`cta.evaluation.evaluate_payload`)."""
-        from cta.evaluation.payload import evaluate_payload
-
         try:
             payload = json.loads(item.payload)
             predictions = payload.get("predictions")
@@ -225,7 +223,11 @@ class JobWorker:
 
 
 def start_workers(
-    store: JobStore, host: PipelineHost, settings: Settings, count: int, stop: threading.Event
+    store: JobStore,
+    host: PipelineHost,
+    settings: ServiceSettings,
+    count: int,
+    stop: threading.Event,
 ) -> list[threading.Thread]:
     """Start ``count`` worker threads (in-process workers of ``cta serve``)."""
     threads = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from cta.settings import Settings
 from service.jobs.tables import metadata
+from service.settings import ServiceSettings
 
 config = context.config
 
@@ -24,7 +24,8 @@ else:
     from service.jobs.store import JobStore
 
     url = (
-        context.get_x_argument(as_dictionary=True).get("url") or Settings().resolved_database_url()
+        context.get_x_argument(as_dictionary=True).get("url")
+        or ServiceSettings().resolved_database_url()
     )
     store = JobStore(url)
     with store.engine.begin() as conn:

@@ -16,13 +16,13 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, Depends, Request
 
 from cta.results import PerturbationResult
-from cta.settings import Settings
 from cta.table import InvalidTableError
 from service.auth import caller
 from service.errors import ServiceProblem
 from service.limits import check_pair_limits, check_table_limits
 from service.routes import problems
 from service.schemas import JudgeRequest, JudgeResponse, PerturbRequest
+from service.settings import ServiceSettings
 
 router = APIRouter(tags=["engine"], dependencies=[Depends(caller)])
 
@@ -34,7 +34,7 @@ DISCONNECT_POLL_SECONDS = 0.25
 T = TypeVar("T")
 
 
-def check_request_budget(cost: int, settings: Settings) -> None:
+def check_request_budget(cost: int, settings: ServiceSettings) -> None:
     """Raise :class:`InvalidTableError` (422 ``max_request_pairs``) when a table's estimated
     judge pairs are over the budget of one request."""
     if cost > settings.max_request_pairs:

@@ -7,7 +7,7 @@ in its thread pool, off the event loop.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import PlainTextResponse
@@ -24,6 +24,8 @@ from service.schemas import EvalReport, JobCreate, JobList, JobResultsPage, JobS
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 Caller = Annotated[str | None, Depends(caller)]
+
+T = TypeVar("T")
 
 
 def _store(request: Request) -> JobStore:
@@ -43,6 +45,13 @@ def _job_id(job_id: str) -> str:
     if _JOB_ID.fullmatch(job_id) is None:
         raise _not_found(job_id)
     return job_id
+
+
+def _found(answer: T | None, job_id: str) -> T:
+    """The store's ``answer``, or 404 when the caller has no job ``job_id``."""
+    if answer is None:
+        raise _not_found(job_id)
+    return answer
 
 
 @router.post(
@@ -76,10 +85,7 @@ def list_jobs(
 
 @router.get("/{job_id}", summary="Status, counts and timestamps", responses=problems(400, 401, 404))
 def get_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
-    status = _store(request).get_job(_job_id(job_id), owner)
-    if status is None:
-        raise _not_found(job_id)
-    return status
+    return _found(_store(request).get_job(_job_id(job_id), owner), job_id)
 
 
 @router.get(
@@ -96,10 +102,7 @@ def job_results(
 ) -> JobResultsPage:
     """Each item has its result, or its error (``problem`` + ``message``), or is still
     pending/running; failed tables are listed, never dropped. Follow ``next_offset``."""
-    page = _store(request).results(_job_id(job_id), owner, offset, limit)
-    if page is None:
-        raise _not_found(job_id)
-    return page
+    return _found(_store(request).results(_job_id(job_id), owner, offset, limit), job_id)
 
 
 @router.delete(
@@ -107,10 +110,7 @@ def job_results(
 )
 def cancel_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
     """Pending and running tables become ``cancelled``; finished ones keep their results."""
-    status = _store(request).cancel(_job_id(job_id), owner)
-    if status is None:
-        raise _not_found(job_id)
-    return status
+    return _found(_store(request).cancel(_job_id(job_id), owner), job_id)
 
 
 @router.get(
@@ -130,18 +130,14 @@ def job_report(
 ) -> Any:
     """The report of the items done so far (``cta eval``'s JSON, or its markdown)."""
     store = _store(request)
-    status = store.get_job(_job_id(job_id), owner)
-    if status is None:
-        raise _not_found(job_id)
+    status = _found(store.get_job(_job_id(job_id), owner), job_id)
     if status.kind != "eval":
         raise ServiceProblem(404, "not_an_eval_job", f"job {job_id!r} is a {status.kind} job")
     items: list[ItemResult] = []
     model = ""
     offset: int | None = 0
     while offset is not None:
-        page = store.results(job_id, owner, offset, 1000)
-        if page is None:
-            raise _not_found(job_id)
+        page = _found(store.results(job_id, owner, offset, 1000), job_id)
         for item in page.items:
             if item.eval_result is not None:
                 items.extend(item.eval_result.items)

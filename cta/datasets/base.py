@@ -1,0 +1,697 @@
+"""The dataset layer: the ADVETA protocol over a text-to-SQL dataset (METHOD.md §4), what
+every format driver shares, and the :class:`DatasetFormat` protocol a driver provides.
+
+For every NL–SQL pair, every kind (RPL, ADD) and every seed, the tables of its database
+are perturbed: every column its gold SQL mentions gets a randomly chosen candidate of the
+pipeline (:func:`cta.apply.sample.sample_perturbations`); the gold SQL is rewritten
+(:func:`cta.apply.rewrite.rewrite_query`); the perturbed database is materialised and,
+on request, every rewritten query is executed against it and compared with the original
+query on the original database (:mod:`cta.apply.verify`).
+
+Perturbed databases. Different questions of one database mention different columns, so
+a faithful protocol needs one perturbed database per *distinct perturbation* rather than
+one per database and seed. Because candidates are drawn per column (the same column gets
+the same candidate under the same seed, whichever question asks), questions that mention
+the same columns share one perturbed database: ``<db_id>_<kind>_s<seed>_v<n>``, ``n``
+counting the distinct perturbations of that database, kind and seed in question order. A
+question whose SQL mentions no column (``SELECT count(*) FROM t``) keeps the original
+database. The proposer is called once, with every table whose columns some question
+mentions (``Table.target_columns`` = those columns).
+
+The protocol core is format-neutral (:func:`run_protocol` over :class:`SqlExample` and
+:class:`Database`); the drivers (:mod:`cta.datasets.spider`, :mod:`cta.datasets.wikisql`,
+:mod:`cta.datasets.wtq`) read a format's files into it and write its outputs back.
+
+One file, because the protocol core, the :class:`DatasetFormat` protocol and the outputs
+every driver shares are one contract; the format drivers live in their own modules.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
+
+from pydantic import BaseModel, Field
+
+from cta.apply.database import (
+    ColumnRef,
+    NewColumn,
+    SchemaPerturbation,
+    SqlSchema,
+    create_database,
+    materialise_perturbed,
+    perturb_schema,
+    sqlite_fold,
+    synthesise_rows,
+)
+from cta.apply.examples import PerturbedExample, SqlExample
+from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
+from cta.apply.sample import ValueMode, sample_perturbations
+from cta.apply.verify import (
+    ExecutionError,
+    Status,
+    Verification,
+    check,
+    execute,
+    has_top_level_order,
+)
+from cta.families.naming import EquivalenceJudge
+from cta.results import Kind, PerturbationResult, PerturbedTable
+from cta.table import InvalidTableError, Table
+
+__all__ = [
+    "CTA_KINDS",
+    "CtaOnlyFormat",
+    "Database",
+    "DatasetFiles",
+    "DatasetFormat",
+    "DatasetRequest",
+    "DatasetRun",
+    "ProtocolResult",
+    "Proposer",
+    "Variant",
+    "VerificationRecord",
+    "VerificationReport",
+    "cta_kinds",
+    "cta_only",
+    "finish_run",
+    "materialise",
+    "question_files",
+    "run_protocol",
+    "summarise",
+    "verify",
+    "write_mappings",
+]
+
+Proposer = Callable[[Sequence[Table]], list[PerturbationResult]]
+"""Judged candidates for tables (the CTA pipeline's ``perturb_many``, or a stand-in)."""
+
+
+@dataclass
+class Database:
+    """A database of the dataset: schema, natural tables aligned with it, optional file."""
+
+    db_id: str
+    schema: SqlSchema
+    tables: list[Table]
+    path: Path | None = None
+    rows: dict[str, list[tuple[Any, ...]]] | None = None  # cells by table, when no file
+
+    def __post_init__(self) -> None:
+        if len(self.tables) != len(self.schema.tables):
+            raise ValueError(
+                f"{self.db_id}: {len(self.tables)} tables for a schema of {len(self.schema.tables)}"
+            )
+
+
+@dataclass
+class Variant:
+    """A perturbed database: which database, kind and seed, and how it differs."""
+
+    db_id: str
+    source: str
+    kind: str
+    seed: int
+    perturbation: SchemaPerturbation
+    schema: SqlSchema
+
+
+@dataclass
+class ProtocolResult:
+    """Everything :func:`run_protocol` produced, in example order."""
+
+    examples: list[PerturbedExample]
+    variants: dict[str, Variant]
+    bound: dict[str, BoundQuery | SqlRewriteError]
+    seconds: float = 0.0
+
+
+CTA_KINDS: tuple[Kind, ...] = ("rpl", "add")
+"""The kinds of the CTA protocol; every other kind names a family (:mod:`cta.families`)."""
+
+
+def cta_kinds(kinds: Sequence[str]) -> tuple[list[Kind], list[str]]:
+    """``kinds`` split into the CTA protocol's (RPL/ADD) and the families', order kept."""
+    cta = [cast(Kind, k) for k in kinds if k in CTA_KINDS]
+    return cta, [k for k in kinds if k not in CTA_KINDS]
+
+
+@dataclass(frozen=True)
+class DatasetFiles:
+    """Where a dataset lies: the format's table file or folder (Spider ``tables.json``,
+    WikiSQL ``*.tables.jsonl``, the WTQ root), its question file and Spider's databases."""
+
+    tables: str | Path
+    questions: str | Path | None = None
+    db_dir: str | Path | None = None
+
+    def required_questions(self, fmt: str) -> str | Path:
+        """The question file of a format that needs one (``missing_questions`` without)."""
+        if self.questions is None:
+            raise InvalidTableError("missing_questions", f"{fmt} needs a question file")
+        return self.questions
+
+
+@dataclass(frozen=True)
+class DatasetRequest:
+    """What to run over a dataset and where to write it: the arguments of ``cta dataset
+    perturb`` beside its input files."""
+
+    proposer: Proposer
+    out_dir: Path
+    kinds: Sequence[str] = ("rpl", "add")
+    seeds: Sequence[int] = (0, 1, 2, 3, 4)
+    augment: bool = False
+    check_execution: bool = False
+    values: ValueMode = "generate"
+    synthesis_seed: int = 0
+    progress: Callable[[str], None] | None = None
+    judge: EquivalenceJudge | None = None
+
+    def say(self, message: str) -> None:
+        """Report progress (a no-op without a ``progress`` callback)."""
+        if self.progress is not None:
+            self.progress(message)
+
+
+D = TypeVar("D")
+
+
+class DatasetFormat(Protocol[D]):
+    """What a format's driver provides: check the kinds before anything is read, read the
+    files into a dataset ``D``, run the protocol over it and write the outputs."""
+
+    name: str
+
+    def check(self, kinds: Sequence[str]) -> None:
+        """Raise :class:`~cta.table.InvalidTableError` for a kind the format cannot run."""
+        ...
+
+    def load(self, files: DatasetFiles) -> D:
+        """Read the dataset."""
+        ...
+
+    def perturb(self, dataset: D, request: DatasetRequest) -> DatasetRun:
+        """Run the protocol over ``dataset`` and write its outputs under ``request.out_dir``."""
+        ...
+
+
+class CtaOnlyFormat:
+    """The base of a driver of a format the families cannot run on (RPL and ADD only)."""
+
+    def check(self, kinds: Sequence[str]) -> None:
+        cta_only(kinds)
+
+
+def cta_only(kinds: Sequence[str]) -> list[Kind]:
+    """The kinds of a format without families (``unsupported_kind`` for a family)."""
+    cta, families = cta_kinds(kinds)
+    if families:
+        raise InvalidTableError(
+            "unsupported_kind", f"kind {families[0]!r}: the families need the Spider format"
+        )
+    return cta
+
+
+# -- the protocol -----------------------------------------------------------------------------------
+def _new_columns(
+    original: Table, perturbed: PerturbedTable, schema_columns: Sequence[Any]
+) -> tuple[NewColumn, ...]:
+    """The perturbed table as :class:`NewColumn` entries over the original identifiers."""
+    ids = [c.original_name or c.name for c in original.columns]
+    types = [c.type for c in schema_columns]
+    out: list[NewColumn] = []
+    if perturbed.kind == "rpl":
+        for old_id, col_type, new in zip(ids, types, perturbed.table.columns, strict=True):
+            out.append(
+                NewColumn(
+                    name=new.original_name or new.name, type=col_type, source=old_id, label=new.name
+                )
+            )
+        return tuple(out)
+    j = 0
+    for new in perturbed.table.columns:
+        if j < len(original.columns) and new == original.columns[j]:
+            out.append(NewColumn(name=ids[j], type=types[j], source=ids[j], label=new.name))
+            j += 1
+        else:
+            out.append(
+                NewColumn(
+                    name=new.original_name or new.name,
+                    type=new.type,
+                    source=None,
+                    template=ids[j - 1],
+                    label=new.name,
+                )
+            )
+    return tuple(out)
+
+
+def _targets(
+    databases: Mapping[str, Database],
+    bound: Mapping[str, BoundQuery | SqlRewriteError],
+    examples: Sequence[SqlExample],
+) -> dict[tuple[str, int], list[str]]:
+    """Per (db, table index): identifiers of the columns some gold SQL mentions, table order."""
+    mentioned: dict[tuple[str, int], set[str]] = {}
+    for ex in examples:
+        b = bound[ex.id]
+        if isinstance(b, BoundQuery):
+            db = databases[ex.db_id]
+            for ref in b.columns:
+                t = _table_index(db, ref.table)
+                mentioned.setdefault((ex.db_id, t), set()).add(sqlite_fold(ref.column))
+    out: dict[tuple[str, int], list[str]] = {}
+    for (db_id, t), names in mentioned.items():
+        table = databases[db_id].schema.tables[t]
+        out[(db_id, t)] = [c.name for c in table.columns if sqlite_fold(c.name) in names]
+    return dict(sorted(out.items()))
+
+
+def _table_index(db: Database, name: str) -> int:
+    key = sqlite_fold(name)
+    for i, table in enumerate(db.schema.tables):
+        if sqlite_fold(table.name) == key:
+            return i
+    raise KeyError(name)
+
+
+@dataclass
+class _Sampled:
+    """The perturbation of one example's tables under one kind and seed."""
+
+    changes: dict[str, tuple[NewColumn, ...]]
+    mapping: dict[str, dict[str, str]]
+    sql_mapping: dict[str, dict[str, str]]
+    unperturbed: dict[str, dict[str, str]]
+
+
+def _sample_tables(
+    bound: BoundQuery,
+    db: Database,
+    request_of: Mapping[tuple[str, int], Table],
+    result_of: Mapping[tuple[str, int], PerturbationResult],
+    kind: Kind,
+    seed: int,
+    values: ValueMode,
+) -> _Sampled:
+    """Perturb every table the query mentions: each of its mentioned columns once."""
+    sampled = _Sampled({}, {}, {}, {})
+    for t, table in enumerate(db.schema.tables):
+        mentioned = [
+            r.column for r in bound.columns if sqlite_fold(r.table) == sqlite_fold(table.name)
+        ]
+        if not mentioned:
+            continue
+        natural_table = request_of[(db.db_id, t)]
+        columns = [natural_table.column(c).name for c in mentioned]
+        [pt] = sample_perturbations(
+            natural_table, result_of[(db.db_id, t)], kind, 1, seed, columns=columns, values=values
+        )
+        if pt.unperturbed:
+            sampled.unperturbed[table.name] = dict(pt.unperturbed)
+        if not pt.mapping:
+            continue
+        new_columns = _new_columns(natural_table, pt, table.columns)
+        sampled.changes[table.name] = new_columns
+        sampled.mapping[table.name] = dict(pt.mapping)
+        sampled.sql_mapping[table.name] = _sql_mapping(natural_table, pt, new_columns)
+    return sampled
+
+
+def run_protocol(
+    examples: Sequence[SqlExample],
+    databases: Mapping[str, Database],
+    proposer: Proposer,
+    kinds: Sequence[Kind] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    values: ValueMode = "generate",
+) -> ProtocolResult:
+    """Perturb every example once per kind and seed (see the module docstring)."""
+    started = time.perf_counter()
+    ids = [ex.id for ex in examples]
+    if len(set(ids)) != len(ids):
+        raise ValueError("example ids must be unique")
+    bound: dict[str, BoundQuery | SqlRewriteError] = {}
+    cache: dict[tuple[str, str], BoundQuery | SqlRewriteError] = {}
+    for ex in examples:
+        key = (ex.db_id, ex.sql)
+        if key not in cache:
+            try:
+                cache[key] = bind_query(ex.sql, databases[ex.db_id].schema)
+            except SqlRewriteError as exc:
+                cache[key] = exc
+        bound[ex.id] = cache[key]
+
+    # One proposer call over every table a gold SQL touches, targets = mentioned columns.
+    targets = _targets(databases, bound, examples)
+    requests: list[Table] = []
+    for (db_id, t), identifiers in targets.items():
+        source_table = databases[db_id].tables[t]
+        natural = [source_table.column(i).name for i in identifiers]
+        requests.append(source_table.model_copy(update={"target_columns": natural}))
+    results = proposer(requests) if requests and kinds else []
+    if not kinds:
+        requests, targets = [], {}
+    if len(results) != len(requests):
+        raise ValueError(f"proposer returned {len(results)} results for {len(requests)} tables")
+    result_of = dict(zip(targets, results, strict=True))
+    request_of = dict(zip(targets, requests, strict=True))
+
+    variants: dict[str, Variant] = {}
+    variant_of: dict[tuple[Any, ...], str] = {}
+    counts: Counter[tuple[str, str, int]] = Counter()
+    column_maps: dict[str, dict[ColumnRef, str]] = {}
+    out: list[PerturbedExample] = []
+    for ex in examples:
+        b = bound[ex.id]
+        db = databases[ex.db_id]
+        for kind in kinds:
+            for seed in seeds:
+                item = partial(PerturbedExample.of, ex.id, ex.db_id, kind, seed)
+                if isinstance(b, SqlRewriteError):
+                    out.append(item(sql=None, problem=str(b)))
+                    continue
+                sampled = _sample_tables(b, db, request_of, result_of, kind, seed, values)
+                if not sampled.changes:
+                    out.append(item(sql=ex.sql, unperturbed=sampled.unperturbed))
+                    continue
+                signature = (ex.db_id, kind, seed, tuple(sorted(sampled.changes.items())))
+                variant_id = variant_of.get(signature)
+                if variant_id is None:
+                    n = counts[(ex.db_id, kind, seed)]
+                    counts[(ex.db_id, kind, seed)] += 1
+                    variant_id = f"{ex.db_id}_{kind}_s{seed}_v{n}"
+                    perturbation = SchemaPerturbation(sampled.changes)
+                    variants[variant_id] = Variant(
+                        db_id=variant_id,
+                        source=ex.db_id,
+                        kind=kind,
+                        seed=seed,
+                        perturbation=perturbation,
+                        schema=perturb_schema(db.schema, perturbation),
+                    )
+                    column_maps[variant_id] = perturbation.column_map(db.schema)
+                    variant_of[signature] = variant_id
+                variant = variants[variant_id]
+                try:
+                    sql: str | None = rewrite_query(
+                        ex.sql, db.schema, variant.schema, column_maps[variant_id]
+                    )
+                    problem = None
+                except SqlRewriteError as exc:
+                    sql, problem = None, str(exc)
+                out.append(
+                    item(
+                        perturbed_db_id=variant_id,
+                        sql=sql,
+                        problem=problem,
+                        mapping=sampled.mapping,
+                        sql_mapping=sampled.sql_mapping,
+                        unperturbed=sampled.unperturbed,
+                    )
+                )
+    return ProtocolResult(out, variants, bound, seconds=time.perf_counter() - started)
+
+
+def _sql_mapping(
+    original: Table, perturbed: PerturbedTable, new_columns: Sequence[NewColumn]
+) -> dict[str, str]:
+    """The mapping between SQL identifiers (RPL: old → new; ADD: target → added)."""
+    if perturbed.kind == "rpl":
+        return {
+            c.source: c.name for c in new_columns if c.source is not None and c.name != c.source
+        }
+    return {c.template: c.name for c in new_columns if c.source is None and c.template}
+
+
+# -- databases -------------------------------------------------------------------------------------
+def materialise(
+    result: ProtocolResult,
+    databases: Mapping[str, Database],
+    db_dir: str | Path,
+    examples: Sequence[SqlExample] = (),
+    synthesis_seed: int = 0,
+    values: ValueMode = "generate",
+) -> dict[str, Path]:
+    """Write every database the result needs under ``db_dir`` (Spider layout); their paths.
+
+    Originals are copied when the dataset ships a file, written from ``Database.rows``
+    when it ships cells, else synthesised from the schema (seeded by ``synthesis_seed``,
+    literal pools and join links from ``examples``' SQL).
+    """
+    db_dir = Path(db_dir)
+    needed = sorted({v.source for v in result.variants.values()} | {e.db_id for e in examples})
+    pools: dict[str, dict[ColumnRef, list[Any]]] = {d: {} for d in needed}
+    links: dict[str, list[tuple[ColumnRef, ColumnRef]]] = {d: [] for d in needed}
+    for ex in examples:
+        b = result.bound.get(ex.id)
+        if isinstance(b, BoundQuery) and ex.db_id in pools:
+            for ref, vals in b.literals.items():
+                pools[ex.db_id].setdefault(ref, []).extend(vals)
+            links[ex.db_id].extend(b.links)
+    paths: dict[str, Path] = {}
+    for db_id in needed:
+        db = databases[db_id]
+        target = db_dir / db_id / f"{db_id}.sqlite"
+        if db.path is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if db.path.resolve() != target.resolve():
+                shutil.copyfile(db.path, target)
+        elif db.rows is not None:
+            create_database(target, db.schema, db.rows)
+        else:
+            rows = synthesise_rows(db.schema, synthesis_seed, pools[db_id], links[db_id])
+            create_database(target, db.schema, rows)
+        paths[db_id] = target
+    for variant in result.variants.values():
+        target = db_dir / variant.db_id / f"{variant.db_id}.sqlite"
+        materialise_perturbed(
+            paths[variant.source],
+            target,
+            databases[variant.source].schema,
+            variant.perturbation,
+            seed=variant.seed,
+            values=values,
+        )
+        paths[variant.db_id] = target
+    return paths
+
+
+# -- verification ---------------------------------------------------------------------------------
+class VerificationRecord(BaseModel):
+    """The execution check of one example under one perturbation."""
+
+    id: str
+    kind: str
+    seed: int
+    db_id: str
+    perturbed_db_id: str
+    status: Status
+    reason: str = ""
+    rows: int = 0
+
+
+class VerificationReport(BaseModel):
+    """Every check, and the shares the issue asks for."""
+
+    checks: int
+    by_status: dict[str, int]
+    by_kind: dict[str, dict[str, int]]
+    executable: int = Field(description="Checks whose original query SQLite executes")
+    equivalent: int = Field(description="… of which rewritten and execution-equivalent")
+    equivalent_share: float
+    equivalent_up_to_ties: int = Field(
+        description="… of which only equal once rows tied on the ORDER BY keys may swap"
+    )
+    nonempty_share: float = Field(description="Share of executable checks with a non-empty result")
+    records: list[VerificationRecord]
+
+
+def verify(
+    result: ProtocolResult,
+    examples: Sequence[SqlExample],
+    paths: Mapping[str, Path],
+    timeout: float = 30.0,
+) -> VerificationReport:
+    """Execute every original and rewritten query and compare (see :mod:`cta.apply.verify`)."""
+    by_id = {ex.id: ex for ex in examples}
+    expected: dict[str, tuple[list[tuple[Any, ...]] | ExecutionError, bool]] = {}
+    records: list[VerificationRecord] = []
+    for pe in result.examples:
+        ex = by_id[pe.id]
+        if pe.id not in expected:
+            try:
+                rows: list[tuple[Any, ...]] | ExecutionError = execute(
+                    paths[ex.db_id], ex.sql, timeout
+                )
+            except ExecutionError as exc:
+                rows = exc
+            expected[pe.id] = (rows, has_top_level_order(ex.sql))
+        rows_or_error, ordered = expected[pe.id]
+        outcome: Verification = check(
+            rows_or_error,
+            ordered,
+            paths.get(pe.perturbed_db_id),
+            pe.sql,
+            pe.problem,
+            timeout,
+            original=(paths[ex.db_id], ex.sql),
+        )
+        item = pe.model_dump(include={"id", "kind", "seed", "db_id", "perturbed_db_id"})
+        records.append(VerificationRecord(**item, **outcome.model_dump()))
+    return _report(records)
+
+
+def _report(records: Sequence[VerificationRecord]) -> VerificationReport:
+    by_status = Counter(r.status for r in records)
+    by_kind: dict[str, Counter[str]] = {}
+    for r in records:
+        by_kind.setdefault(r.kind, Counter())[r.status] += 1
+    executable = [r for r in records if r.status != "original_error"]
+    ok = sum(1 for r in executable if r.status == "ok")
+    nonempty = sum(1 for r in executable if r.rows > 0)
+    return VerificationReport(
+        checks=len(records),
+        by_status=dict(sorted(by_status.items())),
+        by_kind={k: dict(sorted(v.items())) for k, v in sorted(by_kind.items())},
+        executable=len(executable),
+        equivalent=ok,
+        equivalent_share=round(ok / len(executable), 6) if executable else 0.0,
+        equivalent_up_to_ties=sum(1 for r in executable if r.status == "ok" and r.reason),
+        nonempty_share=round(nonempty / len(executable), 6) if executable else 0.0,
+        records=list(records),
+    )
+
+
+class DatasetRun(BaseModel):
+    """What a driver wrote and measured."""
+
+    out_dir: str
+    examples: int
+    perturbed: int = Field(description="Example × kind × seed entries")
+    rewritten: int
+    not_rewritten: int
+    unchanged: int = Field(description="Entries whose SQL mentions no column (original table)")
+    variants: int = Field(description="Perturbed databases / tables written")
+    files: list[str]
+    seconds: dict[str, float]
+    verification: dict[str, Any] | None = None
+
+
+def _verify_into(
+    out: Path,
+    result: ProtocolResult,
+    examples: Sequence[SqlExample],
+    paths: Mapping[str, Path],
+    seconds: dict[str, float],
+    files: list[str],
+) -> dict[str, Any]:
+    """Run :func:`verify`, write ``verification.json``; the summary with its problems."""
+    t0 = time.perf_counter()
+    report = verify(result, examples, paths)
+    seconds["verify"] = round(time.perf_counter() - t0, 3)
+    (out / "verification.json").write_text(report.model_dump_json(indent=1) + "\n")
+    files.append("verification.json")
+    summary = report.model_dump(exclude={"records"})
+    summary["problems"] = [r.model_dump() for r in report.records if r.status != "ok"]
+    return summary
+
+
+def write_mappings(out: Path, items: Iterable[BaseModel], files: list[str]) -> None:
+    """Write ``mappings.jsonl``: one JSON line per item (example × kind × seed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "mappings.jsonl").open("w", encoding="utf-8") as fh:
+        for item in items:
+            fh.write(item.model_dump_json() + "\n")
+    files.append("mappings.jsonl")
+
+
+def finish_run(
+    request: DatasetRequest,
+    n_examples: int,
+    examples: Sequence[SqlExample],
+    result: ProtocolResult,
+    files: list[str],
+    seconds: dict[str, float],
+    databases: Callable[[], AbstractContextManager[Mapping[str, Path]]],
+) -> DatasetRun:
+    """Verify ``examples`` on the databases ``databases()`` yields (with
+    ``check_execution``), and sum the run over ``n_examples`` input examples up."""
+    verification = None
+    if request.check_execution:
+        request.say(f"verify: {len(result.examples)} checks")
+        with databases() as paths:
+            verification = _verify_into(request.out_dir, result, examples, paths, seconds, files)
+    items = result.examples
+    rewritten = sum(1 for pe in items if pe.sql is not None)
+    unchanged = sum(1 for pe in items if pe.perturbed_db_id == pe.db_id)
+    counts = (len(items), rewritten, len(items) - rewritten, unchanged, len(result.variants))
+    return summarise(request.out_dir, n_examples, counts, files, seconds, verification)
+
+
+def summarise(
+    out: Path,
+    n_examples: int,
+    counts: tuple[int, int, int, int, int],
+    files: list[str],
+    seconds: dict[str, float],
+    verification: dict[str, Any] | None = None,
+) -> DatasetRun:
+    """The :class:`DatasetRun` of ``n_examples`` input examples; ``counts``: entries,
+    rewritten, not rewritten, unchanged, variants."""
+    values = (str(out), n_examples, *counts, files, seconds, verification)
+    return DatasetRun.model_validate(dict(zip(DatasetRun.model_fields, values, strict=True)))
+
+
+def _per_kind_seed(
+    result: ProtocolResult,
+) -> dict[tuple[str, int], dict[str, PerturbedExample]]:
+    grouped: dict[tuple[str, int], dict[str, PerturbedExample]] = {}
+    for pe in result.examples:
+        grouped.setdefault((pe.kind, pe.seed), {})[pe.id] = pe
+    return grouped
+
+
+def question_files(
+    name: str,
+    examples: Sequence[SqlExample],
+    result: ProtocolResult,
+    request: DatasetRequest,
+    original: Callable[[SqlExample], dict[str, Any]],
+    perturbed: Callable[[PerturbedExample], dict[str, Any]],
+) -> dict[str, list[dict[str, Any]]]:
+    """Question files by name: per kind and seed, or (``augment``) original+RPL+ADD per seed.
+
+    Entries that could not be rewritten are left out (they are listed in mappings.jsonl).
+    """
+    kinds, seeds = request.kinds, request.seeds
+    grouped = _per_kind_seed(result)
+    files: dict[str, list[dict[str, Any]]] = {}
+    if request.augment:
+        for seed in seeds:
+            rows: list[dict[str, Any]] = []
+            for ex in examples:
+                rows.append(original(ex))
+                for kind in kinds:
+                    found = grouped.get((kind, seed), {}).get(ex.id)
+                    if found is not None and found.sql is not None:
+                        rows.append(perturbed(found))
+            files[f"{name}_augmented_s{seed}"] = rows
+        return files
+    for kind in kinds:
+        for seed in seeds:
+            entries = grouped.get((kind, seed), {})
+            files[f"{name}_{kind}_s{seed}"] = [
+                perturbed(entries[ex.id])
+                for ex in examples
+                if ex.id in entries and entries[ex.id].sql is not None
+            ]
+    return files

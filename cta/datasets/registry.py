@@ -1,0 +1,61 @@
+"""The dataset formats by name, and :func:`perturb_dataset`: the one entry point of
+``cta dataset perturb`` and of the service's dataset jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from cta.apply.sample import ValueMode
+from cta.datasets.base import DatasetFiles, DatasetFormat, DatasetRequest, DatasetRun, Proposer
+from cta.datasets.spider import SPIDER
+from cta.datasets.wikisql import WIKISQL
+from cta.datasets.wtq import WTQ
+from cta.families.naming import EquivalenceJudge
+from cta.table import InvalidTableError
+
+__all__ = ["FORMATS", "dataset_format", "perturb_dataset"]
+
+FORMATS: dict[str, DatasetFormat[Any]] = {f.name: f for f in (SPIDER, WIKISQL, WTQ)}
+"""Every driver by its ``--format`` name."""
+
+
+def dataset_format(name: str) -> DatasetFormat[Any]:
+    """The driver of format ``name`` (``unknown_format`` for a name no driver has)."""
+    driver = FORMATS.get(name)
+    if driver is None:
+        *first, last = FORMATS
+        raise InvalidTableError(
+            "unknown_format", f"dataset format must be {', '.join(first)} or {last}, not {name!r}"
+        )
+    return driver
+
+
+def perturb_dataset(
+    fmt: str,
+    tables: str | Path,
+    questions: str | Path | None,
+    out_dir: str | Path,
+    proposer: Proposer,
+    kinds: Sequence[str] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    *,
+    db_dir: str | Path | None = None,
+    augment: bool = False,
+    check_execution: bool = False,
+    values: ValueMode = "generate",
+    synthesis_seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+    judge: EquivalenceJudge | None = None,
+) -> DatasetRun:
+    """Load a dataset of format ``fmt`` and run its driver.
+
+    ``tables``: Spider ``tables.json`` · WikiSQL ``*.tables.jsonl`` · the WTQ root folder.
+    ``questions``: the question file (required for Spider and WikiSQL; optional for WTQ).
+    """
+    driver = dataset_format(fmt)
+    driver.check(kinds)
+    dataset = driver.load(DatasetFiles(tables, questions, db_dir))
+    switches = (augment, check_execution, values, synthesis_seed, progress, judge)
+    return driver.perturb(dataset, DatasetRequest(proposer, Path(out_dir), kinds, seeds, *switches))

@@ -1,0 +1,385 @@
+"""The Spider driver: ``tables.json``, question files and ``database/`` through the protocol.
+
+The CTA kinds (RPL/ADD) run through :func:`cta.datasets.base.run_protocol`; the other kinds
+are the families of :mod:`cta.families`, planned on the written original databases. The
+same code serves ``cta dataset perturb --format spider`` (files: :func:`perturb_spider`) and
+the service's dataset jobs (one database in memory: :func:`perturb_spider_database`, its
+entry checked at submission by :func:`spider_database`).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from cta.apply.examples import PerturbedExample, SqlExample
+from cta.apply.sample import ValueMode
+from cta.datasets.base import (
+    Database,
+    DatasetFiles,
+    DatasetRequest,
+    DatasetRun,
+    Proposer,
+    ProtocolResult,
+    cta_kinds,
+    finish_run,
+    materialise,
+    question_files,
+    run_protocol,
+    write_mappings,
+)
+from cta.families import entry_of, make_families, materialise_edit
+from cta.families.naming import EquivalenceJudge
+from cta.families.run import FamilyDatabase, FamilyResult, run_families
+from cta.formats.spider import (
+    SpiderDataset,
+    load_spider,
+    perturbed_entry,
+    perturbed_record,
+    remap_tables,
+    sql_schema,
+    write_json,
+)
+from cta.formats.tables import parse_spider_entry, spider_tables
+from cta.table import InvalidTableError
+
+__all__ = [
+    "SPIDER",
+    "SpiderDatabaseResult",
+    "SpiderFormat",
+    "perturb_spider",
+    "perturb_spider_database",
+    "spider_database",
+    "spider_inputs",
+    "tagged",
+]
+
+
+def spider_database(entry: Mapping[str, Any], path: Path | None = None) -> Database:
+    """One ``tables.json`` entry as a protocol :class:`Database` (its file at ``path``, if any).
+
+    Raises :class:`~cta.table.InvalidTableError` (or the ``ValueError``/``IndexError`` of a
+    key that is not a column index) for an entry that cannot be read; the service checks a
+    dataset job's entries with it at submission.
+    """
+    parsed = parse_spider_entry(entry)
+    tables = spider_tables(parsed)
+    return Database(db_id=parsed.db_id, schema=sql_schema(parsed), tables=tables, path=path)
+
+
+def spider_inputs(dataset: SpiderDataset) -> tuple[list[SqlExample], dict[str, Database]]:
+    """Examples and databases of a :class:`~cta.formats.spider.SpiderDataset`."""
+    examples = [
+        SqlExample(id=f"{dataset.name}:{i}", db_id=r["db_id"], sql=r["query"])
+        for i, r in enumerate(dataset.records)
+    ]
+    databases = {
+        db_id: spider_database(dataset.schemas[db_id], dataset.database(db_id))
+        for db_id in sorted({ex.db_id for ex in examples})
+    }
+    return examples, databases
+
+
+class SpiderFormat:
+    """The Spider driver (:class:`~cta.datasets.base.DatasetFormat`), the one that also runs
+    the families of :mod:`cta.families` (``request.judge`` is the judge's equivalence rule,
+    needed by ``abbreviation``).
+
+    Writes ``tables.json`` (original and perturbed entries), ``database/<db_id>/…sqlite``
+    (originals copied or synthesised, perturbed ones materialised — data migrated), per kind
+    and seed ``<name>_<kind>_s<seed>.json`` (with ``augment``: ``<name>_augmented_s<seed>.json``
+    — original, RPL and ADD record per pair), ``<name>_original.json`` (the input questions),
+    ``mappings.jsonl`` (every example × kind × seed: mapping or operation, rewritten SQL,
+    problem or why it is unchanged) and, with ``check_execution``, ``verification.json``.
+    Examples whose SQL could not be rewritten are left out of the CTA question files and
+    listed in ``mappings.jsonl``; a family keeps them with their original SQL.
+    """
+
+    name = "spider"
+
+    def check(self, kinds: Sequence[str]) -> None:
+        """Every kind runs on Spider (an unknown family fails in :func:`make_families`)."""
+
+    def load(self, files: DatasetFiles) -> SpiderDataset:
+        return load_spider(files.tables, files.required_questions("Spider"), files.db_dir)
+
+    def perturb(self, dataset: SpiderDataset, request: DatasetRequest) -> DatasetRun:
+        say, values, out = request.say, request.values, request.out_dir
+        seconds: dict[str, float] = {}
+        protocol_kinds, family_kinds = cta_kinds(request.kinds)
+        examples, databases = spider_inputs(dataset)
+        say(
+            f"protocol: {len(examples)} examples × {len(request.kinds)} kinds × "
+            f"{len(request.seeds)} seeds"
+        )
+        result = run_protocol(
+            examples, databases, request.proposer, protocol_kinds, request.seeds, values
+        )
+        seconds["protocol"] = round(result.seconds, 3)
+
+        t0 = time.perf_counter()
+        say(f"databases: {len(databases)} originals, {len(result.variants)} perturbed")
+        paths = materialise(
+            result, databases, out / "database", examples, request.synthesis_seed, values
+        )
+        seconds["databases"] = round(time.perf_counter() - t0, 3)
+
+        records = _SpiderRecords(dataset.records, examples)
+        records.add_protocol(dataset.schemas, result)
+        if family_kinds:
+            t0 = time.perf_counter()
+            families = _run_families(
+                request, family_kinds, examples, databases, dataset.schemas, paths, result, records
+            )
+            say(f"families: {len(families.variants)} databases edited")
+            for variant in families.variants.values():
+                target = out / "database" / variant.db_id / f"{variant.db_id}.sqlite"
+                schema = databases[variant.source].schema
+                edit, seed = variant.edit, variant.seed
+                materialise_edit(
+                    paths[variant.source], target, edit, schema, seed=seed, values=values
+                )
+                paths[variant.db_id] = target
+            seconds["families"] = round(time.perf_counter() - t0, 3)
+            result = ProtocolResult(
+                result.examples + families.examples, result.variants, result.bound, result.seconds
+            )
+
+        t0 = time.perf_counter()
+        files = ["tables.json"]
+        write_json(out / "tables.json", [dataset.schemas[d] for d in databases] + records.entries)
+        questions = question_files(
+            dataset.name, examples, result, request, records.original, records.perturbed
+        )
+        questions[f"{dataset.name}_original"] = [records.original(ex) for ex in examples]
+        for stem, rows in questions.items():
+            write_json(out / f"{stem}.json", rows)
+            files.append(f"{stem}.json")
+        write_mappings(out, result.examples, files)
+        seconds["write"] = round(time.perf_counter() - t0, 3)
+        return finish_run(
+            request, len(examples), examples, result, files, seconds, lambda: nullcontext(paths)
+        )
+
+
+SPIDER = SpiderFormat()
+
+
+def perturb_spider(
+    dataset: SpiderDataset,
+    proposer: Proposer,
+    out_dir: str | Path,
+    kinds: Sequence[str] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    **options: Any,
+) -> DatasetRun:
+    """:meth:`SpiderFormat.perturb`, the rest of the :class:`~cta.datasets.base.DatasetRequest`
+    as keyword arguments (``check_execution=True``, ``progress=…``)."""
+    request = DatasetRequest(proposer, Path(out_dir), kinds, seeds, **options)
+    return SPIDER.perturb(dataset, request)
+
+
+class _SpiderRecords:
+    """Perturbed Spider entries and question records, for CTA variants and family edits."""
+
+    def __init__(self, records: Sequence[Mapping[str, Any]], examples: Sequence[SqlExample]):
+        """``records[i]`` is the question record of ``examples[i]``."""
+        self.record_of = {ex.id: records[i] for i, ex in enumerate(examples)}
+        self.index_of = {ex.id: i for i, ex in enumerate(examples)}
+        self.entries: list[dict[str, Any]] = []
+        self.index_maps: dict[str, dict[int, int]] = {}
+        self.table_maps: dict[str, dict[int, int]] = {}
+        self.drops_parsed: set[str] = set()
+
+    def add_protocol(
+        self, schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
+    ) -> None:
+        entries, index_maps = _perturbed_entries(schemas, result)
+        self.entries += entries
+        self.index_maps.update(index_maps)
+
+    def add_families(self, schemas: Mapping[str, Mapping[str, Any]], result: FamilyResult) -> None:
+        for variant in result.variants.values():
+            entry, index_map, table_map = entry_of(
+                schemas[variant.source], variant.db_id, variant.edit
+            )
+            self.entries.append(entry)
+            self.index_maps[variant.db_id] = index_map
+            self.table_maps[variant.db_id] = table_map
+            if not variant.edit.keeps_parsed_sql:
+                self.drops_parsed.add(variant.db_id)
+
+    def original(self, ex: SqlExample) -> dict[str, Any]:
+        """The input record of one example, tagged as the original."""
+        return tagged(self.record_of[ex.id], "original", None, self.index_of[ex.id])
+
+    def perturbed(self, pe: PerturbedExample) -> dict[str, Any]:
+        """The question record of one perturbed item, tagged with kind, seed and source."""
+        assert pe.sql is not None
+        target = pe.perturbed_db_id
+        record = perturbed_record(
+            self.record_of[pe.id], target, pe.sql, self.index_maps.get(target)
+        )
+        if target in self.table_maps and isinstance(record.get("sql"), dict):
+            record["sql"] = remap_tables(record["sql"], self.table_maps[target])
+        if target in self.drops_parsed:
+            record.pop("sql", None)  # Spider's parsed form cannot follow this edit
+        if pe.question is not None:
+            _set_question(record, pe.question)
+        return tagged(record, pe.kind, pe.seed, self.index_of[pe.id])
+
+
+_QUESTION_KEYS = ("question", "SpiderQuestion", "SpiderSynQuestion")
+"""Where a Spider record holds its question: Spider's key, then Spider-Syn's original one
+(its hand-written synonym version last)."""
+
+
+def _question_text(record: Mapping[str, Any]) -> str:
+    for key in _QUESTION_KEYS:
+        if isinstance(record.get(key), str):
+            return str(record[key])
+    return ""
+
+
+def _set_question(record: dict[str, Any], question: str) -> None:
+    """Put a rewritten question where :func:`_question_text` read it (tokens too)."""
+    for key in _QUESTION_KEYS:
+        if isinstance(record.get(key), str):
+            record[key] = question
+            break
+    if "question_toks" in record:
+        record["question_toks"] = re.findall(r"\w+|[^\w\s]", question)
+
+
+def _run_families(
+    request: DatasetRequest,
+    kinds: Sequence[str],
+    examples: Sequence[SqlExample],
+    databases: Mapping[str, Database],
+    entries: Mapping[str, Mapping[str, Any]],
+    paths: Mapping[str, Path],
+    result: ProtocolResult,
+    records: _SpiderRecords,
+) -> FamilyResult:
+    """The families of ``kinds`` over the examples, planned on the original databases at
+    ``paths``; their ``tables.json`` entries go to ``records``."""
+    if "abbreviation" in kinds and request.judge is None:
+        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
+
+    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        raise InvalidTableError("missing_judge", "this family needs the judge")
+
+    families = make_families(kinds, request.proposer, request.judge or no_judge)
+    dbs = {
+        db_id: FamilyDatabase(db_id, db.schema, db.tables, entries.get(db_id), paths.get(db_id))
+        for db_id, db in databases.items()
+    }
+    questions = {i: _question_text(r) for i, r in records.record_of.items()}
+    found = run_families(examples, dbs, result.bound, families, request.seeds, questions)
+    records.add_families(entries, found)
+    return found
+
+
+def tagged(
+    record: Mapping[str, Any], kind: str, seed: int | None, source_index: int
+) -> dict[str, Any]:
+    """A question record with where it comes from: ``kind`` (``original`` for the input),
+    ``seed`` (None for the input) and ``source_index`` (its position in the input file)."""
+    return {**record, "kind": kind, "seed": seed, "source_index": source_index}
+
+
+def _perturbed_entries(
+    schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
+) -> tuple[list[dict[str, Any]], dict[str, dict[int, int]]]:
+    """The ``tables.json`` entry of every perturbed database, and its old→new column indices."""
+    entries: list[dict[str, Any]] = []
+    index_maps: dict[str, dict[int, int]] = {}
+    for variant in result.variants.values():
+        entry, index_map = perturbed_entry(
+            schemas[variant.source], variant.db_id, variant.perturbation
+        )
+        entries.append(entry)
+        index_maps[variant.db_id] = index_map
+    return entries, index_maps
+
+
+class SpiderDatabaseResult(BaseModel):
+    """One Spider database through the protocol, in memory: what a service dataset job returns.
+
+    The same content :func:`perturb_spider` writes to files, for one database and without the
+    SQLite files: the perturbed ``tables.json`` entries, the rewritten question records per
+    kind and seed, and every example × kind × seed mapping (with the problem when its SQL
+    could not be rewritten).
+    """
+
+    db_id: str
+    tables: list[dict[str, Any]] = Field(
+        description="tables.json entries of the perturbed databases (db_id suffixed)"
+    )
+    questions: dict[str, list[dict[str, Any]]] = Field(
+        description="Rewritten question records by '<kind>_s<seed>', in input order"
+    )
+    mappings: list[PerturbedExample] = Field(
+        description="Every record × kind × seed: mapping applied, rewritten SQL or problem"
+    )
+
+
+def perturb_spider_database(
+    entry: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    proposer: Proposer,
+    kinds: Sequence[str] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    values: ValueMode = "generate",
+    judge: EquivalenceJudge | None = None,
+) -> SpiderDatabaseResult:
+    """The protocol (and the families of ``kinds``) over one Spider database entry and its
+    question records (each needs a string ``query``), in memory: what :class:`SpiderFormat`
+    writes for that database, without the SQLite files. Example ids are
+    ``<db_id>:<position in records>``. Families that read cells plan on a database
+    synthesised the way the CLI synthesises one (in a temporary folder).
+
+    Raises :class:`~cta.table.InvalidTableError` for an entry or record that cannot be read.
+    """
+    db_id = entry.get("db_id")
+    if not isinstance(db_id, str) or not db_id:
+        raise InvalidTableError("invalid_spider", "a Spider entry needs a string db_id")
+    for i, record in enumerate(records):
+        if not isinstance(record.get("query"), str):
+            raise InvalidTableError(
+                "invalid_record", f"{db_id}: question record {i} has no string 'query'"
+            )
+    databases = {db_id: spider_database(entry)}
+    entries = {db_id: entry}
+    examples = [
+        SqlExample(id=f"{db_id}:{i}", db_id=db_id, sql=str(r["query"]))
+        for i, r in enumerate(records)
+    ]
+    protocol_kinds, family_kinds = cta_kinds(kinds)
+    result = run_protocol(examples, databases, proposer, protocol_kinds, seeds, values)
+    builder = _SpiderRecords(records, examples)
+    builder.add_protocol(entries, result)
+    if family_kinds:
+        with tempfile.TemporaryDirectory(prefix="cta-families-") as tmp:
+            paths = materialise(ProtocolResult([], {}, result.bound), databases, tmp, examples)
+            request = DatasetRequest(proposer, Path(tmp), kinds, seeds, values=values, judge=judge)
+            families = _run_families(
+                request, family_kinds, examples, databases, entries, paths, result, builder
+            )
+        result = ProtocolResult(result.examples + families.examples, result.variants, result.bound)
+    questions: dict[str, list[dict[str, Any]]] = {
+        f"{kind}_s{seed}": [] for kind in kinds for seed in seeds
+    }
+    for pe in result.examples:
+        if pe.sql is not None:
+            questions[f"{pe.kind}_s{pe.seed}"].append(builder.perturbed(pe))
+    return SpiderDatabaseResult(
+        db_id=db_id, tables=builder.entries, questions=questions, mappings=result.examples
+    )

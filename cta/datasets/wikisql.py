@@ -1,0 +1,213 @@
+"""The WikiSQL driver: ``*.jsonl`` questions and ``*.tables.jsonl`` tables through the protocol.
+
+Each WikiSQL table is a one-table database holding its rows; a question's logical form
+becomes SQL over the header names (:func:`cta.formats.wikisql.to_sql`). The written
+artefact is the *remapped logical form*; its SQL over the perturbed header is what the
+execution check runs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from cta.apply.database import (
+    NewColumn,
+    SchemaError,
+    SqlTable,
+    perturbed_rows,
+    sqlite_fold,
+)
+from cta.apply.examples import PerturbedExample, SqlExample
+from cta.apply.sample import ValueMode
+from cta.datasets.base import (
+    CtaOnlyFormat,
+    Database,
+    DatasetFiles,
+    DatasetRequest,
+    DatasetRun,
+    Variant,
+    cta_only,
+    finish_run,
+    materialise,
+    question_files,
+    run_protocol,
+    write_mappings,
+)
+from cta.formats.tables import load_wikisql_table
+from cta.formats.wikisql import (
+    WikiSqlDataset,
+    load_wikisql,
+    remap,
+    to_sql,
+    wikisql_schema,
+    write_db,
+    write_jsonl,
+)
+from cta.table import ColumnType, InvalidTableError
+
+__all__ = ["WIKISQL", "WikiSqlFormat"]
+
+
+def _index_map(table: SqlTable, new_columns: Sequence[NewColumn]) -> dict[int, int]:
+    """Old column index → new index (ADD shifts the columns after an inserted one)."""
+    return {table.index(c.source): j for j, c in enumerate(new_columns) if c.source is not None}
+
+
+class WikiSqlFormat(CtaOnlyFormat):
+    """The WikiSQL driver (:class:`~cta.datasets.base.DatasetFormat`): RPL and ADD.
+
+    Writes per kind and seed (or ``augment``) ``<name>_….jsonl`` + ``<name>_….tables.jsonl``
+    + ``<name>_….db`` (WikiSQL's evaluator layout), ``mappings.jsonl`` and, with
+    ``check_execution``, ``verification.json``. Tables WikiSQL cannot hold as a table
+    (duplicate headers…) are reported per question.
+    """
+
+    name = "wikisql"
+
+    def load(self, files: DatasetFiles) -> WikiSqlDataset:
+        return load_wikisql(files.required_questions("WikiSQL"), files.tables)
+
+    def perturb(self, dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
+        return _perturb(dataset, request)
+
+
+WIKISQL = WikiSqlFormat()
+
+
+def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
+    say, values, out = request.say, request.values, request.out_dir
+    kinds, seeds = cta_only(request.kinds), request.seeds
+    seconds: dict[str, float] = {}
+    databases: dict[str, Database] = {}
+    invalid: dict[str, str] = {}
+    for table_id in sorted({r["table_id"] for r in dataset.records}):
+        obj = dataset.tables[table_id]
+        try:
+            natural = load_wikisql_table(obj)
+            schema = wikisql_schema(obj)
+        except (InvalidTableError, SchemaError) as exc:
+            invalid[table_id] = f"invalid_table: {exc}"
+            continue
+        rows = [tuple(r) for r in obj.get("rows", [])]
+        databases[table_id] = Database(
+            table_id, schema, [natural], rows={schema.tables[0].name: rows}
+        )
+    examples: list[SqlExample] = []
+    skipped: list[tuple[str, str, str]] = []
+    record_of: dict[str, dict[str, Any]] = {}
+    for i, record in enumerate(dataset.records):
+        ex_id = f"{dataset.name}:{i}"
+        table_id = record["table_id"]
+        if table_id in invalid:
+            skipped.append((ex_id, table_id, invalid[table_id]))
+            continue
+        table = databases[table_id].schema.tables[0]
+        try:
+            sql = to_sql(record["sql"], table.name, [c.name for c in table.columns])
+        except InvalidTableError as exc:
+            skipped.append((ex_id, table_id, f"malformed_sql: {exc}"))
+            continue
+        examples.append(SqlExample(ex_id, table_id, sql))
+        record_of[ex_id] = record
+    say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
+    result = run_protocol(examples, databases, request.proposer, kinds, seeds, values)
+    result.examples += [
+        PerturbedExample.of(ex_id, table_id, kind, seed, sql=None, problem=problem)
+        for ex_id, table_id, problem in skipped
+        for kind in kinds
+        for seed in seeds
+    ]
+    seconds["protocol"] = round(result.seconds, 3)
+
+    # The artefact is the remapped logical form; its SQL replaces the rewriter's text.
+    t0 = time.perf_counter()
+    forms: dict[tuple[str, str, int], dict[str, Any]] = {}
+    new_tables: dict[str, dict[str, Any]] = {}
+    for pe in result.examples:
+        if pe.sql is None or pe.perturbed_db_id == pe.db_id:
+            continue
+        variant = result.variants[pe.perturbed_db_id]
+        table = databases[pe.db_id].schema.tables[0]
+        [(_, new_columns)] = list(variant.perturbation.tables.items())
+        form = remap(record_of[pe.id]["sql"], _index_map(table, new_columns))
+        pe.sql = to_sql(form, table.name, [c.name for c in new_columns])
+        forms[(pe.id, pe.kind, pe.seed)] = form
+        if variant.db_id not in new_tables:
+            new_tables[variant.db_id] = _wikisql_table(
+                dataset.tables[pe.db_id],
+                variant,
+                table,
+                new_columns,
+                databases[pe.db_id].rows or {},
+                values,
+            )
+
+    def original(ex: SqlExample) -> dict[str, Any]:
+        return record_of[ex.id]
+
+    def perturbed(pe: PerturbedExample) -> dict[str, Any]:
+        record = dict(record_of[pe.id])
+        if pe.perturbed_db_id != pe.db_id:
+            record["table_id"] = pe.perturbed_db_id
+            record["sql"] = forms[(pe.id, pe.kind, pe.seed)]
+        return record
+
+    files: list[str] = []
+    questions = question_files(dataset.name, examples, result, request, original, perturbed)
+    for stem, question_rows in questions.items():
+        ids = list(dict.fromkeys(r["table_id"] for r in question_rows))
+        tables = [new_tables.get(t) or dataset.tables[t] for t in ids]
+        write_jsonl(out / f"{stem}.jsonl", question_rows)
+        write_jsonl(out / f"{stem}.tables.jsonl", tables)
+        write_db(out / f"{stem}.db", tables)
+        files += [f"{stem}.jsonl", f"{stem}.tables.jsonl", f"{stem}.db"]
+    write_mappings(out, result.examples, files)
+    seconds["write"] = round(time.perf_counter() - t0, 3)
+
+    @contextmanager
+    def materialised() -> Iterator[dict[str, Path]]:
+        with tempfile.TemporaryDirectory(prefix="cta-wikisql-") as tmp:
+            yield materialise(result, databases, tmp, examples, values=values)
+
+    n = len(dataset.records)
+    return finish_run(request, n, examples, result, files, seconds, materialised)
+
+
+def _wikisql_table(
+    obj: Mapping[str, Any],
+    variant: Variant,
+    table: SqlTable,
+    new_columns: Sequence[NewColumn],
+    rows: Mapping[str, list[tuple[Any, ...]]],
+    values: ValueMode,
+) -> dict[str, Any]:
+    """The ``tables.jsonl`` object of a perturbed WikiSQL table (same keys as the original)."""
+    header = list(obj["header"])
+    types = list(obj.get("types") or [])
+    new_header, new_types = [], []
+    for column in new_columns:
+        if column.source is not None:
+            i = table.index(column.source)
+            renamed = sqlite_fold(column.name) != sqlite_fold(column.source)
+            new_header.append(column.name if renamed else header[i])
+            new_types.append(types[i] if i < len(types) else "text")
+        else:
+            new_header.append(column.name)
+            new_types.append("real" if column.type is ColumnType.NUMBER else "text")
+    new = dict(obj)
+    new["id"] = variant.db_id
+    new["header"] = new_header
+    if "types" in obj:
+        new["types"] = new_types
+    new["rows"] = [
+        list(r)
+        for r in perturbed_rows(
+            table, rows.get(table.name, []), new_columns, seed=variant.seed, values=values
+        )
+    ]
+    return new

@@ -1,0 +1,33 @@
+"""The judge as the pipeline sees it: a protocol, so any bidirectional scorer plugs in.
+
+:class:`cta.judge.nli.BidirectionalJudge` is the implementation (template texts, e1/e2,
+dedup, cache); a test double or another scorer only has to offer these three members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from cta.components import EntailmentModel
+from cta.judge.nli import JudgePair
+
+__all__ = ["Judge"]
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores (column ⇒ candidate) pairs in one or both directions (METHOD.md §3.4)."""
+
+    @property
+    def model(self) -> EntailmentModel:
+        """The entailment model the judge's scores come from (the context stage uses it)."""
+        ...
+
+    def entail(self, pairs: Sequence[JudgePair], reverse: bool = False) -> list[float]:
+        """e1 (premise ⇒ hypothesis) of each pair, or e2 with ``reverse``."""
+        ...
+
+    def score(self, pairs: Sequence[JudgePair]) -> list[tuple[float, float]]:
+        """(e1, e2) of each pair."""
+        ...

@@ -1,0 +1,17 @@
+"""Training the offline judge (``cta judge train``, METHOD.md §6) — apart from inference.
+
+* :mod:`cta.training.supervision` — lexical-semantic supervision from real tables (word
+  tables, a WordNet wrapper, the relation generators);
+* :mod:`cta.training.annotated` — supervision from the human annotations;
+* :mod:`cta.training.fit` — the fine-tuning loop;
+* :mod:`cta.training.train` — :func:`train_judge`, all of it put together.
+
+This package sits above the judge (:mod:`cta.judge`) and the candidate sources
+(:mod:`retriever`): it may import them, while nothing that serves requests imports it (the
+server and the pipeline never load training code). Heavy libraries (torch, transformers)
+load only when a judge is trained.
+"""
+
+from cta.training.train import train_judge
+
+__all__ = ["train_judge"]

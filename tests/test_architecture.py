@@ -1,0 +1,180 @@
+"""The shape of the code: one-way layers (import-linter contracts in pyproject.toml), no
+first-party import hidden in a function, and the public surface of :mod:`cta`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import cta
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("cta", "retriever", "service")
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT), "--config", str(root / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_layers_hold() -> None:
+    run = _lint(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 kept, 0 broken" in run.stdout
+
+
+def test_every_module_of_cta_has_a_layer() -> None:
+    """A new module cannot slip past the contract: each module and sub-package of ``cta``
+    is named in a layer (``retriever`` and ``service`` are layers as a whole)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    named = {m.strip() for layer in contract["layers"] for m in re.split(r"[|:]", layer)}
+    modules = {
+        f"cta.{p.stem if p.is_file() else p.name}"
+        for p in (ROOT / "cta").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    assert len(modules) > 15
+    assert modules - named == set()
+    assert {"retriever", "service"} <= named
+
+
+@pytest.mark.parametrize(
+    ("module", "back_edge"),
+    [
+        ("cta/table.py", "import cta.pipeline"),  # the table model reaching up to the pipeline
+        ("retriever/dense.py", "import service.app"),  # a candidate source reaching the service
+        ("cta/judge/nli.py", "import cta.training"),  # inference reaching for training code
+    ],
+)
+def test_a_back_edge_breaks_the_layers(tmp_path: Path, module: str, back_edge: str) -> None:
+    """The same contracts over a copy of the tree with one upward import added must fail,
+    naming the import (so the passing test above is not vacuous)."""
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    path = tmp_path / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{back_edge}  # noqa\n")
+    run = _lint(tmp_path)
+    assert run.returncode != 0
+    assert "0 kept, 1 broken" in run.stdout
+    importer = module.removesuffix(".py").replace("/", ".")
+    assert importer in run.stdout, run.stdout
+
+
+def _function_imports(path: Path) -> list[tuple[int, str]]:
+    """First-party imports inside functions, with the source line they stand on."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if not node.level else ["."]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(n == "." or n.split(".")[0] in PACKAGES for n in names):
+                found.append((node.lineno, lines[node.lineno - 1]))
+    return found
+
+
+def _says_deferred(lines: list[str], lineno: int) -> bool:
+    """The import line, or the block of imports it stands in, carries ``# deferred:`` (on a
+    line of the block or on the comment right above it)."""
+    i = lineno - 1
+    while i >= 0:
+        line = lines[i]
+        if "# deferred:" in line:
+            return True
+        stripped = line.strip()
+        if i != lineno - 1 and not stripped.startswith(("import ", "from ")):
+            return False
+        i -= 1
+    return False
+
+
+def test_no_first_party_import_hides_in_a_function() -> None:
+    """Except where a heavy optional dependency is deferred on purpose, which the line, its
+    block of imports or the comment above that block says with ``# deferred:``."""
+    files = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    assert len(files) > 50
+    hidden = []
+    for path in files:
+        text = path.read_text(encoding="utf-8").splitlines()
+        for lineno, line in _function_imports(path):
+            if not _says_deferred(text, lineno):
+                hidden.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
+    assert hidden == []
+
+
+def test_a_deferred_comment_covers_its_block_only() -> None:
+    lines = [
+        "def f():",
+        "    # deferred: heavy",
+        "    from service.a import A",
+        "    from service.b import B",
+        "    x = 1",
+        "    from service.c import C",
+    ]
+    assert _says_deferred(lines, 3) and _says_deferred(lines, 4)
+    assert not _says_deferred(lines, 6)
+
+
+def test_the_scan_sees_function_imports(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("def f():\n    from cta.table import Table\n    import json\n")
+    assert _function_imports(path) == [(2, "    from cta.table import Table")]
+
+
+def test_cta_exports_its_public_surface() -> None:
+    expected = {
+        "Pipeline",
+        "PerturbOptions",
+        "PerturbationResult",
+        "PerturbedTable",
+        "Table",
+        "Column",
+        "ColumnType",
+        "Settings",
+        "recipes",
+    }
+    assert expected <= set(cta.__all__)
+    assert sorted(cta.__all__) == cta.__all__  # one name once, easy to read
+    for name in cta.__all__:
+        assert getattr(cta, name) is not None, name
+    # Nothing public that __all__ does not list (modules and dunders aside).
+    public = {
+        n for n, v in vars(cta).items() if not n.startswith("_") and type(v).__name__ != "module"
+    }
+    assert public <= set(cta.__all__), public - set(cta.__all__)
+
+
+def test_no_module_is_long_without_saying_why() -> None:
+    """A file over 600 lines says in its docstring why it is one file."""
+    long = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if text.count("\n") > 600:
+                doc = ast.get_docstring(ast.parse(text)) or ""
+                if "one file" not in doc.lower():
+                    long.append(str(path.relative_to(ROOT)))
+    assert long == []
