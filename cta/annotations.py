@@ -22,19 +22,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cta.table import ColumnType
+from cta.table import ColumnType, NamedColumn
 
 Split = Literal["train", "dev"]
 TABLES_FILE = "tables.jsonl"
 THESAURUS_FILE = "thesaurus.jsonl"
 
 
-class AnnotatedColumn(BaseModel):
+class AnnotatedColumn(NamedColumn):
     """A column of an annotated table."""
-
-    model_config = ConfigDict(frozen=True)
-    name: str
-    type: ColumnType = ColumnType.TEXT
 
 
 class TargetAnnotation(BaseModel):

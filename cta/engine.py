@@ -9,7 +9,7 @@ table and the settings alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from cta.judge.nli import JudgePair
@@ -17,7 +17,7 @@ from cta.results import JudgeScore, PerturbationResult
 from cta.table import Table
 
 if TYPE_CHECKING:
-    from cta.pipeline import PerturbOptions, Pipeline
+    from cta.pipeline import PerturbOptions, Pipeline, StopCheck
 
 __all__ = ["Engine"]
 
@@ -26,20 +26,14 @@ class Engine(Protocol):
     """Perturb tables, judge pairs, and tell equivalent names apart (METHOD.md §3)."""
 
     def perturb_many(
-        self,
-        tables: Sequence[Table],
-        options: PerturbOptions | None = None,
-        should_stop: Callable[[], bool] | None = None,
+        self, tables: Sequence[Table], options: PerturbOptions | None = None, should_stop: StopCheck | None = None
     ) -> list[PerturbationResult]:
         """One result per table, in order; ``should_stop`` (checked between chunks of judge
         work) aborts with :class:`cta.pipeline.Cancelled`."""
         ...
 
     def judge(
-        self,
-        pairs: Sequence[JudgePair],
-        rpl_threshold: float | None = None,
-        add_threshold: float | None = None,
+        self, pairs: Sequence[JudgePair], rpl_threshold: float | None = None, add_threshold: float | None = None
     ) -> list[JudgeScore]:
         """Both directions of each pair and its verdict (thresholds default to the settings)."""
         ...

@@ -55,6 +55,10 @@ log = logging.getLogger(__name__)
 _STOP_CHUNK_BATCHES = 16
 
 
+#: asked between chunks of work; True stops :meth:`Pipeline.perturb_many` with :class:`Cancelled`
+StopCheck = Callable[[], bool]
+
+
 class Cancelled(RuntimeError):
     """:meth:`Pipeline.perturb_many` stopped early because its ``should_stop`` said so."""
 
@@ -287,10 +291,7 @@ class Pipeline:
         return self.perturb_many([table], options)[0]
 
     def perturb_many(
-        self,
-        tables: Sequence[Table],
-        options: PerturbOptions | None = None,
-        should_stop: Callable[[], bool] | None = None,
+        self, tables: Sequence[Table], options: PerturbOptions | None = None, should_stop: StopCheck | None = None
     ) -> list[PerturbationResult]:
         """:meth:`perturb` for many tables, with the judge's work batched across all of them.
 
@@ -370,7 +371,7 @@ class Pipeline:
         self,
         pairs: Iterable[PairKey],
         reverse: bool = False,
-        should_stop: Callable[[], bool] | None = None,
+        should_stop: StopCheck | None = None,
     ) -> dict[PairKey, float]:
         """One entailment direction for every (column, candidate) pair, in one batched call:
         e1 (column ⇒ candidate), or e2 with ``reverse``. With ``should_stop``, in chunks of
@@ -466,10 +467,7 @@ class Pipeline:
 
     # -- the judge on its own ---------------------------------------------------------------
     def judge(
-        self,
-        pairs: Sequence[JudgePair],
-        rpl_threshold: float | None = None,
-        add_threshold: float | None = None,
+        self, pairs: Sequence[JudgePair], rpl_threshold: float | None = None, add_threshold: float | None = None
     ) -> list[JudgeScore]:
         """Score pairs both ways; the verdict applies both thresholds to each single pair."""
         rule = DecisionRule.from_settings(self.settings, rpl_threshold, add_threshold)
@@ -493,7 +491,7 @@ class Pipeline:
         return [score.verdict == "RPL" for score in self.judge(judged)] if judged else []
 
 
-def _check_stop(should_stop: Callable[[], bool] | None) -> None:
+def _check_stop(should_stop: StopCheck | None) -> None:
     if should_stop is not None and should_stop():
         raise Cancelled("stopped: every request of this call was cancelled")
 

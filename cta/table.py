@@ -42,13 +42,19 @@ class InvalidTableError(ProblemError):
     """A table that cannot be used; ``problem`` is a short code, the message names it."""
 
 
-class Column(BaseModel):
-    """One column: its display name and type; ``original_name`` keeps a schema identifier."""
+class NamedColumn(BaseModel):
+    """A column reduced to what names it: its name and type. The one column shape every
+    layer shares: a table's :class:`Column`, the judge's column, an annotated column."""
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     type: ColumnType = ColumnType.TEXT
+
+
+class Column(NamedColumn):
+    """One column: its display name and type; ``original_name`` keeps a schema identifier."""
+
     original_name: str | None = Field(
         default=None, description="Identifier in the source schema (e.g. Spider `breed_code`)"
     )

@@ -117,6 +117,11 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+def _describe(encoder: SentenceTableEncoder | TapasTableEncoder, **options: Any) -> dict[str, Any]:
+    """An encoder's name, model and dimension, then its own options, in that order."""
+    return {"name": encoder.name, "model": encoder.model, "dim": encoder.dim, **options}
+
+
 class SentenceTableEncoder:
     """A sentence-transformers bi-encoder over :func:`table_text`."""
 
@@ -160,13 +165,9 @@ class SentenceTableEncoder:
 
     def describe(self) -> dict[str, Any]:
         """What a built index records about its encoder."""
-        return {
-            "name": self.name,
-            "model": self.model,
-            "dim": self.dim,
-            "values_per_column": self.values_per_column,
-            "use_questions": self.use_questions,
-        }
+        return _describe(
+            self, values_per_column=self.values_per_column, use_questions=self.use_questions
+        )
 
 
 class TapasTableEncoder:
@@ -280,14 +281,12 @@ class TapasTableEncoder:
 
     def describe(self) -> dict[str, Any]:
         """What a built index records about its encoder."""
-        return {
-            "name": self.name,
-            "model": self.model,
-            "dim": self.dim,
-            "rows_per_table": self.rows_per_table,
-            "use_questions": self.use_questions,
-            "projection": self._weight is not None,
-        }
+        return _describe(
+            self,
+            rows_per_table=self.rows_per_table,
+            use_questions=self.use_questions,
+            projection=self._weight is not None,
+        )
 
 
 @register("encoder", "minilm")

@@ -142,17 +142,9 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
     base = tiny_checkpoint(work / "base", {0: "contradiction", 1: "entailment", 2: "neutral"})
-    train_judge(
-        Path(settings.resolved_judge_model()),
-        settings,
-        base_model=str(base),
-        max_examples=120,
-        seed=0,
-        progress=False,
-        corpora=[f"csv-dir:{corpus}"],
-        holdout=[],
-        batch_size=16,
-    )
+    tiny = {"max_examples": 120, "seed": 0, "progress": False, "holdout": [], "batch_size": 16}
+    judge_dir = Path(settings.resolved_judge_model())
+    train_judge(judge_dir, settings, base_model=str(base), corpora=[f"csv-dir:{corpus}"], **tiny)
     return home
 
 

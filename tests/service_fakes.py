@@ -30,7 +30,7 @@ from fastapi.testclient import TestClient
 from cta.apply.sample import sample_perturbations
 from cta.judge.decide import DecisionRule
 from cta.judge.nli import JudgePair
-from cta.pipeline import Cancelled, PerturbOptions, estimate_pairs
+from cta.pipeline import Cancelled, PerturbOptions, StopCheck, estimate_pairs
 from cta.results import ColumnPerturbations, Decision, JudgeScore, PerturbationResult
 from cta.settings import Settings
 from cta.table import Column, InvalidTableError, Table
@@ -74,10 +74,7 @@ class FakePipeline:
         self._lock = threading.Lock()
 
     def perturb_many(
-        self,
-        tables: Sequence[Table],
-        options: PerturbOptions | None = None,
-        should_stop: Callable[[], bool] | None = None,
+        self, tables: Sequence[Table], options: PerturbOptions | None = None, should_stop: StopCheck | None = None
     ) -> list[PerturbationResult]:
         options = options or PerturbOptions()
         self._enter("perturb_many", len(tables))
@@ -104,7 +101,7 @@ class FakePipeline:
         if self.gate is not None:
             self.gate.wait(10)
 
-    def _work(self, table: Table, pairs: int, should_stop: Callable[[], bool] | None) -> None:
+    def _work(self, table: Table, pairs: int, should_stop: StopCheck | None) -> None:
         """Sleep as long as judging ``pairs`` at ``pairs_per_second`` takes, in chunks of
         at most 0.05 s with a ``should_stop`` check before each (as the pipeline's chunks)."""
         assert self.pairs_per_second
@@ -157,10 +154,7 @@ class FakePipeline:
         return result
 
     def judge(
-        self,
-        pairs: Sequence[JudgePair],
-        rpl_threshold: float | None = None,
-        add_threshold: float | None = None,
+        self, pairs: Sequence[JudgePair], rpl_threshold: float | None = None, add_threshold: float | None = None
     ) -> list[JudgeScore]:
         self._enter("judge", len(pairs))
         if self.pairs_per_second:

@@ -176,18 +176,8 @@ def test_spider_with_shipped_databases_copies_their_rows(tmp_path: Path) -> None
     }
     create_database(db_dir / "music" / "music.sqlite", databases["music"].schema, rows)
     out = tmp_path / "out"
-    run = perturb_dataset(
-        "spider",
-        tables,
-        questions,
-        out,
-        propose,
-        ("add",),
-        (0,),
-        db_dir=db_dir,
-        check_execution=True,
-        values="null",
-    )
+    run = perturb_dataset("spider", tables, questions, out, propose, ("add",), (0,),
+                          db_dir=db_dir, check_execution=True, values="null")  # fmt: skip
     assert run.verification is not None and run.verification["equivalent_share"] == 1.0
     conn = sqlite3.connect(out / "database" / "music_add_s0_v0" / "music_add_s0_v0.sqlite")
     got = conn.execute("SELECT * FROM singer").fetchall()

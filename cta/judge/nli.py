@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from cta.components import EntailmentModel
 from cta.registry import register
 from cta.settings import Settings
-from cta.table import ColumnType, InvalidTableError
+from cta.table import InvalidTableError, NamedColumn
 from cta.text import text_problem
 from cta.words import column_words
 
@@ -36,13 +36,8 @@ class JudgeError(RuntimeError):
     """The judge cannot be loaded or used (missing checkpoint, labels without entailment…)."""
 
 
-class JudgeColumn(BaseModel):
+class JudgeColumn(NamedColumn):
     """A column as the judge sees it: name and type."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    type: ColumnType = ColumnType.TEXT
 
 
 class JudgePair(BaseModel):

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cta.context import DEFAULT_ENTITY_HYPOTHESIS, singularise, table_premise
+from cta.formats.tables import spider_column_type
 from cta.judge.nli import render
 from cta.table import ColumnType, Table
 from cta.words import split_name
@@ -795,20 +796,13 @@ def question_synonym_pairs(
                     if tuple(bases[i : i + len(old)]) == old:
                         renamed = " ".join([*words[:i], *new, *words[i + len(old) :]])
                         if renamed != text:
-                            pairs.add((tables[t] or None, text, _spider_type(spider_type), renamed))
+                            pairs.add((tables[t] or None, text, spider_column_type(spider_type), renamed))
                         break
     return sorted(pairs, key=lambda p: (p[0] or "", p[1], p[3]))
 
 
 def _question_words(question: str) -> list[str]:
     return re.findall(r"[a-z]+|\d+|[^\sa-z\d]", question.lower())
-
-
-def _spider_type(spider_type: str) -> ColumnType:
-    try:
-        return ColumnType(spider_type)
-    except ValueError:
-        return ColumnType.OTHERS
 
 
 def load_source_tables(
