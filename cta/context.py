@@ -180,15 +180,18 @@ def primary_entity(
     and it has at most ``max_name_words`` words (``singers`` → ``singer``); else the
     zero-shot prediction of :func:`predict_entity` (which needs ``model``). A longer name is a
     page title (``List of Nobel laureates affiliated with …``), not an entity: prefixed to
-    every column it drowns the column in the judge's text. Without a model it is still used.
+    every column it drowns the column in the judge's text. Nor is a name without a letter
+    (a file stem such as WikiTableQuestions' ``204-csv/5.csv`` → ``5``): the judge would read
+    "5 title (text)". Without a model either is still used.
     """
     given = (table.primary_entity or "").strip()
     if given:
         return given, "given"
     from_name = singularise(table.name) if use_name and table.name else ""
-    if from_name and (
-        model is None or max_name_words is None or len(from_name.split()) <= max_name_words
-    ):
+    names_a_thing = any(ch.isalpha() for ch in from_name) and (
+        max_name_words is None or len(from_name.split()) <= max_name_words
+    )
+    if from_name and (model is None or names_a_thing):
         return from_name, "table-name"
     if model is None:
         raise ValueError("table has no primary entity or name: an entailment model is needed")

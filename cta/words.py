@@ -1,7 +1,9 @@
 """How a name splits into words — the one place (every other module imports from here).
 
 One camelCase rule (:data:`CAMEL`: a lower-case letter or digit before a capital, or the
-last capital of an acronym before a capitalised word: ``HTTPServer`` → ``HTTP Server``) and
+last capital of an acronym before a capitalised word of at least three letters:
+``HTTPServer`` → ``HTTP Server``, while a plural or brand acronym — ``IDs``, ``URLs``,
+``IMDb`` — stays one word) and
 three granularities, each for one use:
 
 * :func:`name_key` — comparing names: case, camelCase, ``_``/``-`` and spacing ignored,
@@ -27,7 +29,7 @@ __all__ = [
     "word_spans",
 ]
 
-CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
 _KEY_SEPARATORS = re.compile(r"[\s_\-]+")
 _NAME_SEPARATORS = re.compile(r"[_\s./\\|:;,]+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")

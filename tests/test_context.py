@@ -138,3 +138,8 @@ def test_primary_entity_precedence() -> None:
     long_name = "list of the busiest airports in europe"
     assert primary_entity(titled, model) == (long_name, "table-name")  # no limit given
     assert primary_entity(titled, None, max_name_words=3) == (long_name, "table-name")
+    # A name without a letter (a CSV file's stem) names no entity: predicted when a model is.
+    numbered = flights().model_copy(update={"name": "204"})
+    assert primary_entity(numbered, model) == ("airport", "predicted")
+    assert primary_entity(numbered, model, max_name_words=3) == ("airport", "predicted")
+    assert primary_entity(numbered, None) == ("204", "table-name")

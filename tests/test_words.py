@@ -23,6 +23,12 @@ def test_an_acronym_before_a_word_is_a_word_everywhere() -> None:
     assert split_name("HTTPServer") == name_words("HTTPServer") == ["http", "server"]
 
 
+@pytest.mark.parametrize(("name", "key"), [("IDs", "ids"), ("URLs", "urls"), ("IMDb", "imdb"),
+                                         ("DVDsSold", "dvds sold"), ("XMLHttpRequest", "xml http request")])  # fmt: skip
+def test_a_plural_or_brand_acronym_stays_one_word(name: str, key: str) -> None:
+    assert name_key(name) == key == " ".join(split_name(name)) == column_words(name)
+
+
 def test_punctuation_is_kept_by_the_key_and_dropped_by_the_split() -> None:
     assert name_key("No.") != name_key("No")
     assert split_name("price.sunshine") == ["price", "sunshine"]
