@@ -26,14 +26,20 @@ class Engine(Protocol):
     """Perturb tables, judge pairs, and tell equivalent names apart (METHOD.md §3)."""
 
     def perturb_many(
-        self, tables: Sequence[Table], options: PerturbOptions | None = None, should_stop: StopCheck | None = None
+        self,
+        tables: Sequence[Table],
+        options: PerturbOptions | None = None,
+        should_stop: StopCheck | None = None,
     ) -> list[PerturbationResult]:
         """One result per table, in order; ``should_stop`` (checked between chunks of judge
         work) aborts with :class:`cta.pipeline.Cancelled`."""
         ...
 
     def judge(
-        self, pairs: Sequence[JudgePair], rpl_threshold: float | None = None, add_threshold: float | None = None
+        self,
+        pairs: Sequence[JudgePair],
+        rpl_threshold: float | None = None,
+        add_threshold: float | None = None,
     ) -> list[JudgeScore]:
         """Both directions of each pair and its verdict (thresholds default to the settings)."""
         ...

@@ -291,7 +291,10 @@ class Pipeline:
         return self.perturb_many([table], options)[0]
 
     def perturb_many(
-        self, tables: Sequence[Table], options: PerturbOptions | None = None, should_stop: StopCheck | None = None
+        self,
+        tables: Sequence[Table],
+        options: PerturbOptions | None = None,
+        should_stop: StopCheck | None = None,
     ) -> list[PerturbationResult]:
         """:meth:`perturb` for many tables, with the judge's work batched across all of them.
 
@@ -467,7 +470,10 @@ class Pipeline:
 
     # -- the judge on its own ---------------------------------------------------------------
     def judge(
-        self, pairs: Sequence[JudgePair], rpl_threshold: float | None = None, add_threshold: float | None = None
+        self,
+        pairs: Sequence[JudgePair],
+        rpl_threshold: float | None = None,
+        add_threshold: float | None = None,
     ) -> list[JudgeScore]:
         """Score pairs both ways; the verdict applies both thresholds to each single pair."""
         rule = DecisionRule.from_settings(self.settings, rpl_threshold, add_threshold)

@@ -74,7 +74,10 @@ class FakePipeline:
         self._lock = threading.Lock()
 
     def perturb_many(
-        self, tables: Sequence[Table], options: PerturbOptions | None = None, should_stop: StopCheck | None = None
+        self,
+        tables: Sequence[Table],
+        options: PerturbOptions | None = None,
+        should_stop: StopCheck | None = None,
     ) -> list[PerturbationResult]:
         options = options or PerturbOptions()
         self._enter("perturb_many", len(tables))
@@ -154,7 +157,10 @@ class FakePipeline:
         return result
 
     def judge(
-        self, pairs: Sequence[JudgePair], rpl_threshold: float | None = None, add_threshold: float | None = None
+        self,
+        pairs: Sequence[JudgePair],
+        rpl_threshold: float | None = None,
+        add_threshold: float | None = None,
     ) -> list[JudgeScore]:
         self._enter("judge", len(pairs))
         if self.pairs_per_second:

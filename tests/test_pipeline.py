@@ -19,8 +19,12 @@ pytestmark = pytest.mark.slow
 
 BOOKS = {
     "name": "books",
-    "columns": [{"name": n, "type": "text"} for n in ("title", "author", "publisher")]
-    + [{"name": "price", "type": "number"}],
+    "columns": [
+        {"name": "title", "type": "text"},
+        {"name": "author", "type": "text"},
+        {"name": "publisher", "type": "text"},
+        {"name": "price", "type": "number"},
+    ],
     "rows": [["Dune", "Herbert", "Chilton", 9.5], ["Emma", "Austen", "Murray", 7.0]],
 }
 
