@@ -311,13 +311,11 @@ class Pipeline:
             _check_stop(should_stop)
             plans.append(self._plan(table, options.seed))
 
-        # Pass 1: every candidate against its own target column (serves RPL and the first
-        # ADD check), batched over all tables. e1 first; e2 only where it can still matter:
-        # a candidate whose e1 already rules out RPL and ADD (min/max: 0.45 < e1 < 0.65, or a
-        # dictionary candidate with e1 < 0.65) is decided without it.
-        # A name may be both (as a rename it has the column's type, as a new column its own):
-        # the pair's types tell them apart. Dicts as ordered sets: the judge's batches follow
-        # the order pairs were first met.
+        # Pass 1: every candidate's e1 against its own target column (RPL, and the first
+        # column of the ADD check), batched over all tables; e2 only where it can still make
+        # the pair RPL (min: e1 ≥ 0.65). Dicts as ordered sets: the judge's batches follow
+        # the order pairs were first met. A name may be both a rename and a new column (as a
+        # rename it has the column's type, as a new column its own): the pair's types tell.
         first = dict.fromkeys(
             PairKey.of(plan.entity, target, cand)
             for plan in plans
@@ -325,50 +323,108 @@ class Pipeline:
             for cand in [*plan.rpl[target.name], *plan.add[target.name]]
         )
         forward = self._entail(first, should_stop=should_stop)
-        backward_needed: dict[PairKey, None] = {}
-        for plan in plans:
-            for target in plan.table.targets():
-                for cands, possible in (
-                    (plan.rpl[target.name], rule.rpl_possible),
-                    (plan.add[target.name], rule.add_possible),
-                ):
-                    for cand in cands:
-                        key = PairKey.of(plan.entity, target, cand)
-                        if possible(forward[key]):
-                            backward_needed[key] = None
+        backward_needed = dict.fromkeys(
+            key
+            for plan in plans
+            for target in plan.table.targets()
+            for key in (PairKey.of(plan.entity, target, c) for c in plan.rpl[target.name])
+            if rule.rpl_possible(forward[key])
+        )
         backward = self._entail(backward_needed, reverse=True, should_stop=should_stop)
-        first_scores = {key: (forward[key], backward.get(key)) for key in first}
+        scores: dict[PairKey, tuple[float, float | None]] = {
+            key: (forward[key], backward.get(key)) for key in first
+        }
+        # Pass 2: the ADD check, every candidate against every column of its table.
+        new_columns = self._check_adds(plans, rule, scores, should_stop)
+        return [
+            self._decide(p, plan, options, rule, scores, new_columns)
+            for p, plan in enumerate(plans)
+        ]
 
-        # Pass 2: ADD survivors against every *other* column of their table; the same
-        # e1-first order, e2 only for candidates no other column has already ruled out.
-        groups: list[list[PairKey]] = []
-        second: dict[PairKey, None] = {}
-        for plan in plans:
+    def _check_adds(
+        self,
+        plans: Sequence[_TablePlan],
+        rule: DecisionRule,
+        scores: dict[PairKey, tuple[float, float | None]],
+        should_stop: StopCheck | None,
+    ) -> set[_AddKey]:
+        """The ADD candidates equivalent to no column of their table (``passes_add``): the
+        :class:`_AddKey` of each, with every pair it was checked on added to ``scores``.
+
+        A candidate is checked once per table, however many target columns proposed it (the
+        rule looks at every column, the proposing ones included). Its columns are ordered
+        most-similar-first: the proposing targets, then the others by the reranker's
+        similarity to the candidate's name. All e1 come before any e2, in waves over that
+        order (1, 1, 2, 4 … columns; with ``judge_add_waves`` off, one wave of all
+        columns), each wave one batched judge call across every table, and a candidate
+        leaves at the first score that rules it out. Decisions are those of scoring every
+        pair both ways (tests compare); only the number of pairs judged changes.
+        """
+        orders: dict[_AddKey, list[Column]] = {}
+        cands: dict[_AddKey, Candidate] = {}
+        for p, plan in enumerate(plans):
+            proposers: dict[_AddKey, list[Column]] = {}
             for target in plan.table.targets():
                 for cand in plan.add[target.name]:
-                    e1, e2 = first_scores[PairKey.of(plan.entity, target, cand)]
-                    if e2 is None or not rule.is_add_against(e1, e2):
-                        continue
-                    group = [
-                        PairKey.of(plan.entity, other, cand)
-                        for other in plan.table.columns
-                        if other.name != target.name
-                    ]
-                    second.update(dict.fromkeys(group))
-                    groups.append(group)
-        forward2 = self._entail(second, should_stop=should_stop)
-        alive = {
-            key
-            for group in groups
-            if all(rule.add_possible(forward2[k]) for k in group)
-            for key in group
-        }
-        backward2 = self._entail(
-            [k for k in second if k in alive], reverse=True, should_stop=should_stop
-        )
-        second_scores = {key: (forward2[key], backward2.get(key)) for key in second}
+                    group = _AddKey(p, cand.name, cand.type)
+                    proposers.setdefault(group, []).append(target)
+                    cands.setdefault(group, cand)
+            if not proposers:
+                continue
+            by_name = {c.name: c for c in plan.table.columns}
+            groups = list(proposers)
+            if self.settings.judge_add_waves:
+                ranked = self.reranker.rank_many(
+                    [g.name for g in groups], list(by_name), len(by_name)
+                )
+            else:
+                ranked = [[] for _ in groups]
+            for group, ranking in zip(groups, ranked, strict=True):
+                order = dict.fromkeys(c.name for c in proposers[group])
+                order.update(dict.fromkeys(name for name, _ in ranking if name in by_name))
+                order.update(dict.fromkeys(by_name))
+                orders[group] = [by_name[name] for name in order]
 
-        return [self._decide(plan, options, rule, first_scores, second_scores) for plan in plans]
+        def key(group: _AddKey, column: Column) -> PairKey:
+            return PairKey.of(plans[group.plan].entity, column, cands[group])
+
+        known_e1 = {k: e1 for k, (e1, _) in scores.items()}
+        # The proposing targets' e1 are known from pass 1.
+        alive = {
+            g
+            for g, order in orders.items()
+            if all(
+                rule.add_possible(known_e1[key(g, col)])
+                for col in order
+                if key(g, col) in known_e1
+            )
+        }
+        known_e2 = {k: e2 for k, (_, e2) in scores.items() if e2 is not None}
+        longest = max((len(o) for o in orders.values()), default=0)
+        for reverse in (False, True):
+            known = known_e2 if reverse else known_e1
+            for lo, hi in _waves(longest, self.settings.judge_add_waves):
+                wave = [g for g in orders if g in alive]
+                needed = dict.fromkeys(
+                    key(g, col) for g in wave for col in orders[g][lo:hi] if key(g, col) not in known
+                )
+                known.update(self._entail(needed, reverse=reverse, should_stop=should_stop))
+                for g in wave:
+                    for col in orders[g][lo:hi]:
+                        k = key(g, col)
+                        ok = (
+                            rule.is_add_against(known_e1[k], known_e2[k])
+                            if reverse
+                            else rule.add_possible(known_e1[k])
+                        )
+                        if not ok:
+                            alive.discard(g)
+                            break
+        for group in alive:
+            for col in orders[group]:
+                k = key(group, col)
+                scores[k] = (known_e1[k], known_e2[k])
+        return alive
 
     def _entail(
         self,
@@ -416,36 +472,28 @@ class Pipeline:
 
     def _decide(
         self,
+        p: int,
         plan: _TablePlan,
         options: PerturbOptions,
         rule: DecisionRule,
-        first: dict[PairKey, tuple[float, float | None]],
-        second: dict[PairKey, tuple[float, float | None]],
+        scores: dict[PairKey, tuple[float, float | None]],
+        new_columns: set[_AddKey],
     ) -> PerturbationResult:
         columns = []
         limit = options.max_candidates
         for target in plan.table.targets():
             replace: list[Decision] = []
-            # e2 is None where e1 alone settled the pair (see perturb_many): not RPL, not ADD.
+            # e2 is None where e1 alone settled the pair (see perturb_many): not RPL.
             for cand in plan.rpl[target.name]:
-                e1, e2 = first[PairKey.of(plan.entity, target, cand)]
+                e1, e2 = scores[PairKey.of(plan.entity, target, cand)]
                 if e2 is not None and rule.is_rpl(e1, e2):
                     replace.append(_decision(cand, e1, e2))
             add: list[Decision] = []
             for cand in plan.add[target.name]:
-                e1, e2 = first[PairKey.of(plan.entity, target, cand)]
-                if e2 is None or not rule.is_add_against(e1, e2):
-                    continue  # pass 2 only scored the survivors of the target check
-                others = [
-                    second[PairKey.of(plan.entity, other, cand)]
-                    for other in plan.table.columns
-                    if other.name != target.name
-                ]
-                if any(o2 is None for _, o2 in others):
-                    continue  # another column's e1 already ruled it out
-                checked = [(o1, o2) for o1, o2 in others if o2 is not None]
-                if rule.passes_add([(e1, e2), *checked]):
-                    add.append(_decision(cand, e1, e2))
+                if _AddKey(p, cand.name, cand.type) in new_columns:
+                    e1, e2 = scores[PairKey.of(plan.entity, target, cand)]
+                    if e2 is not None:  # always: every column's pair was scored both ways
+                        add.append(_decision(cand, e1, e2))
             # RPL: most mutually entailed first; ADD: keep the reranker's association order.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
             columns.append(
@@ -547,3 +595,24 @@ def _decision(cand: Candidate, e1: float, e2: float) -> Decision:
         source=cand.source,
         provenance=cand.provenance,
     )
+
+
+class _AddKey(NamedTuple):
+    """One ADD candidate of one table (``plan``: its index in the call), checked once however
+    many target columns proposed it."""
+
+    plan: int
+    name: str
+    type: ColumnType
+
+
+def _waves(columns: int, waves: bool) -> list[tuple[int, int]]:
+    """Position ranges of the ADD check's waves over ``columns`` ordered columns: the
+    proposing target first, then 1, 2, 4 … columns (``waves`` off: one range)."""
+    if not waves:
+        return [(0, columns)] if columns else []
+    out, lo, size = [], 0, 1
+    while lo < columns:
+        out.append((lo, min(columns, lo + size)))
+        lo, size = lo + size, (size * 2 if lo else 1)
+    return out

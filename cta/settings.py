@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     encoder_path: str | None = Field(
         default=None, description="Local path/hub name of the encoder (minilm: shipped package)"
     )
+    encoder_precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        default="auto", description="Encoder inference: auto = bf16 on CUDA, fp32 on the CPU"
+    )
     index_dir: Path | None = Field(
         default=None, description="FAISS index dir (default: home/index)"
     )
@@ -127,7 +130,22 @@ class Settings(BaseSettings):
         default="{entity} {column} ({type})",
         description="Premise/hypothesis template (paper: '{entity} {column} ({type})')",
     )
-    judge_batch_size: int = Field(default=64, description="Pairs per forward pass of the judge")
+    judge_batch_size: int = Field(
+        default=64, ge=1, description="Pairs per forward pass of the judge on the CPU"
+    )
+    judge_gpu_batch_size: int = Field(
+        default=1024, ge=1, description="Pairs per forward pass of the judge on CUDA"
+    )
+    judge_precision: Literal["auto", "fp32", "bf16", "fp16", "int8"] = Field(
+        default="auto",
+        description="Judge inference: auto = bf16 autocast on CUDA, fp32 on the CPU; "
+        "int8 = dynamic quantisation of the judge's linear layers (CPU option, see README)",
+    )
+    judge_add_waves: bool = Field(
+        default=True,
+        description="Check each ADD candidate against the table's columns most-similar-first, "
+        "in waves, stopping at the first that rules it out (same decisions, fewer pairs)",
+    )
     judge_cache_size: int = Field(
         default=200_000, description="Directed pairs kept in the judge's LRU cache"
     )

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cta.devices import autocast, resolve_device, resolve_precision
 from cta.registry import register
 from cta.settings import Settings
 from cta.table import Table
@@ -103,14 +104,6 @@ def _l2_normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
-def _device(setting: str) -> str:
-    if setting != "auto":
-        return setting
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def _offline() -> None:
     # The shipped models live on disk; never reach for a hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -134,6 +127,7 @@ class SentenceTableEncoder:
         use_questions: bool = True,
         device: str = "cpu",
         local_files_only: bool = False,
+        precision: str = "auto",
     ) -> None:
         from sentence_transformers import SentenceTransformer
 
@@ -141,8 +135,10 @@ class SentenceTableEncoder:
         self.model = model
         self.values_per_column = values_per_column
         self.use_questions = use_questions
+        self._device = resolve_device(device)
+        self.precision = resolve_precision(precision, self._device, allow_int8=False)
         self._model = SentenceTransformer(
-            model, device=_device(device), local_files_only=local_files_only
+            model, device=self._device, local_files_only=local_files_only
         )
         self.dim = int(self._model.get_embedding_dimension() or 0)
 
@@ -154,13 +150,14 @@ class SentenceTableEncoder:
         """L2-normalised float32 vectors ``(len(tables), dim)``."""
         if not tables:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(
-            self.texts(tables),
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
+        with autocast(self._device, self.precision):
+            vectors = self._model.encode(
+                self.texts(tables),
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return _l2_normalise(vectors)
 
     def describe(self) -> dict[str, Any]:
@@ -183,6 +180,7 @@ class TapasTableEncoder:
         use_questions: bool = True,
         max_length: int = 512,
         device: str = "cpu",
+        precision: str = "auto",
     ) -> None:
         import torch
         from transformers import TapasModel, TapasTokenizer
@@ -196,7 +194,8 @@ class TapasTableEncoder:
         self.model = str(path)
         self.rows_per_table = rows_per_table
         self.use_questions = use_questions
-        self._device = _device(device)
+        self._device = resolve_device(device)
+        self.precision = resolve_precision(precision, self._device, allow_int8=False)
         self._tokenizer = TapasTokenizer.from_pretrained(path, local_files_only=True)
         self._model = TapasModel.from_pretrained(path, local_files_only=True)
         # transformers types `.to` as a decorated method mypy cannot follow; it is Module.to.
@@ -264,12 +263,12 @@ class TapasTableEncoder:
                 ids[i, :n] = torch.tensor(e["input_ids"])
                 mask[i, :n] = torch.tensor(e["attention_mask"])
                 types[i, :n] = torch.tensor(e["token_type_ids"])
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast(self._device, self.precision):
                 pooled = self._model(
                     input_ids=ids.to(self._device),
                     attention_mask=mask.to(self._device),
                     token_type_ids=types.to(self._device),
-                ).pooler_output
+                ).pooler_output.float()
                 if self._weight is not None:
                     pooled = pooled @ self._weight.T
                     if self._bias is not None:
@@ -305,6 +304,7 @@ def minilm(settings: Settings) -> SentenceTableEncoder:
         use_questions=settings.use_questions_in_query,
         device=settings.device,
         local_files_only=True,
+        precision=settings.encoder_precision,
     )
 
 
@@ -319,6 +319,7 @@ def sentence_transformers(settings: Settings) -> SentenceTableEncoder:
         values_per_column=settings.values_per_column,
         use_questions=settings.use_questions_in_query,
         device=settings.device,
+        precision=settings.encoder_precision,
     )
 
 
@@ -332,4 +333,5 @@ def tapas(settings: Settings) -> TapasTableEncoder:
         rows_per_table=settings.values_per_column,
         use_questions=settings.use_questions_in_query,
         device=settings.device,
+        precision=settings.encoder_precision,
     )

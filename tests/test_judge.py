@@ -174,6 +174,72 @@ def test_a_pairs_logits_do_not_depend_on_its_batch_company(
     assert len(seen) == 12 and all(seen), seen
 
 
+def test_pair_encoder_gives_the_tokenizers_own_ids(checkpoint: Path) -> None:
+    """Each distinct text is tokenised once and pairs are joined from cached ids; the result
+    is the tokenizer's pair encoding, truncated pairs (tokenised whole) included."""
+    import random
+
+    from transformers import AutoTokenizer
+
+    from cta.judge.nli import PairEncoder
+
+    tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
+    encoder = PairEncoder(tokenizer, max_length=24, cache_size=50)
+    assert encoder.template is not None
+    rng = random.Random(0)
+    words = "book title name year of publication pages price № café 2nd-round #3 東京 don't".split()
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 16))) for _ in range(80)]
+    premises = [rng.choice(texts) for _ in range(400)]
+    hypotheses = [rng.choice(texts) for _ in range(400)]
+    expected = tokenizer(premises, hypotheses, truncation=True, max_length=24)
+    expected = {key: [list(v) for v in values] for key, values in expected.items()}
+    for _ in range(2):  # cold, then from the (bounded) cache
+        assert encoder.encode(premises, hypotheses) == expected
+    lengths = [len(ids) for ids in expected["input_ids"]]
+    assert max(lengths) == 24 and min(lengths) < 24  # some pairs were truncated, some not
+    assert len(encoder._ids) == 50
+
+
+def test_precisions_follow_the_device_rules() -> None:
+    from cta.devices import DeviceError, resolve_precision
+
+    assert resolve_precision("auto", "cpu") == "fp32"
+    assert resolve_precision("auto", "cuda") == "bf16"
+    assert resolve_precision("int8", "cpu") == "int8"
+    assert resolve_precision("bf16", "cpu") == "bf16"
+    with pytest.raises(DeviceError, match="CPU"):
+        resolve_precision("int8", "cuda")
+    with pytest.raises(DeviceError, match="CUDA"):
+        resolve_precision("fp16", "cpu")
+    with pytest.raises(DeviceError, match="judge option"):
+        resolve_precision("int8", "cpu", allow_int8=False)
+
+
+@pytest.mark.parametrize("precision", ["int8", "bf16"])
+def test_faster_cpu_precisions_stay_close_to_fp32(checkpoint: Path, precision: str) -> None:
+    import torch
+
+    fp32 = HFEntailmentModel(str(checkpoint), device="cpu", max_length=32)
+    fast = HFEntailmentModel(str(checkpoint), device="cpu", max_length=32, precision=precision)
+    assert fast.precision == precision
+    if precision == "int8":  # the blocks' linear layers are quantised, the head is not
+        from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
+
+        linear = {
+            name: isinstance(m, Int8Linear)
+            for name, m in fast.model.named_modules()
+            if isinstance(m, torch.nn.Linear | Int8Linear)
+        }
+        blocks = [q for name, q in linear.items() if ".layer." in name]
+        assert len(blocks) == 12 and all(blocks)  # 2 layers × q, k, v, out, up, down
+        assert not linear["classifier"] and not linear["bert.pooler.dense"]
+    premises = [f"singer song name {i} (text)" for i in range(20)]
+    hypotheses = [f"singer track title {i} (text)" for i in range(20)]
+    exact, approx = fp32.entailment(premises, hypotheses), fast.entailment(premises, hypotheses)
+    assert not np.array_equal(exact, approx)  # it did run differently
+    np.testing.assert_allclose(approx, exact, atol=0.05)
+
+
 # -- BidirectionalJudge ----------------------------------------------------------------------------
 
 

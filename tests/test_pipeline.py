@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cta.judge import JudgeColumn, JudgePair
@@ -273,6 +274,36 @@ def test_reverse_directions_are_skipped_only_when_e1_settles_the_pair(
     assert any(rpl or add for rpl, add in got.values())
     # With min/max, e1 settles many pairs on the tiny judge; mean settles only extreme ones.
     assert lazy_pairs < full_pairs if aggregation == ("min", "max") else lazy_pairs <= full_pairs
+
+
+def test_add_check_in_waves_reaches_the_same_decisions_with_fewer_pairs(
+    tiny_pipeline: Pipeline,
+) -> None:
+    """Most-similar-first waves stop an ADD candidate's check at the first column that rules
+    it out; checking every column at once must give the same result, bytes included."""
+    import dataclasses
+
+    judge = tiny_pipeline.judge_model
+    tables = [_books(), _books(name="novels")]
+    # An ADD threshold in the middle of the judge's scores, so that some candidates fail
+    # against some columns (the tiny judge's scores are all close together).
+    adds = [d for r in tiny_pipeline.perturb_many(tables) for c in r.columns for d in c.add]
+    middle = float(np.median([max(d.e1, d.e2) for d in adds]))
+    for threshold in (None, middle):
+        options = PerturbOptions(seed=0, add_threshold=threshold)
+        counts, outputs = {}, {}
+        for waves in (False, True):
+            settings = tiny_pipeline.settings.model_copy(update={"judge_add_waves": waves})
+            pipeline = dataclasses.replace(tiny_pipeline, settings=settings)
+            judge.clear_cache()
+            judge.reset_stats()
+            results = pipeline.perturb_many(tables, options)
+            counts[waves] = judge.stats.model_pairs
+            outputs[waves] = [r.model_dump_json() for r in results]
+        assert outputs[True] == outputs[False]
+        assert any(c.add for r in results for c in r.columns)
+        if threshold is not None:  # some checks stop early
+            assert counts[True] < counts[False], counts
 
 
 def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:

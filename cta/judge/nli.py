@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -20,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from cta.components import EntailmentModel
+from cta.devices import Precision, autocast, resolve_device, resolve_precision
 from cta.registry import register
 from cta.settings import Settings
 from cta.table import InvalidTableError, NamedColumn
@@ -107,11 +109,14 @@ def pad_batch(
     pad_id: int,
     multiple: int = 1,
     min_rows: int = 0,
+    pin: bool = False,
 ) -> dict[str, torch.Tensor]:
     """Right-padded tensors of the selected rows of tokenised pairs (``input_ids``,
     ``attention_mask`` …), as ``tokenizer.pad`` would make them without its per-example
-    Python overhead; ``features[key][i]`` is row ``i``'s list of ids. The width is rounded up to ``multiple``; with ``min_rows``, copies of
-    the first row fill the batch up to that many rows (their outputs are to be dropped)."""
+    Python overhead; ``features[key][i]`` is row ``i``'s list of ids. The width is rounded
+    up to ``multiple``; with ``min_rows``, copies of the first row fill the batch up to that
+    many rows (their outputs are to be dropped). ``pin``: in page-locked memory, so a copy
+    to a GPU can overlap the host's work."""
     import torch
 
     width = max(len(features["input_ids"][i]) for i in rows)
@@ -123,8 +128,180 @@ def pad_batch(
         array = np.full((len(filled), width), fill, dtype=np.int64)
         for r, i in enumerate(filled):
             array[r, : len(values[i])] = values[i]
-        batch[key] = torch.from_numpy(array)
+        tensor = torch.from_numpy(array)
+        batch[key] = tensor.pin_memory() if pin else tensor
     return batch
+
+
+# -- pairs of texts as token ids ----------------------------------------------------------
+
+#: distinct texts whose token ids a :class:`PairEncoder` keeps
+TEXT_CACHE_SIZE = 100_000
+_FEATURES = ("input_ids", "token_type_ids", "attention_mask")
+# Probe texts the pair template is learnt from and checked on (words, digits, punctuation).
+_PROBES = (
+    ("alpha beta", "gamma"),
+    ("book title (text)", "book name (text)"),
+    ("Player 2nd-round pick, no. (number)", "draft #3 (number)"),
+)
+
+
+@dataclass(frozen=True)
+class PairTemplate:
+    """How a tokenizer joins two segments: the special ids before, between and after them,
+    and the token type id of each of those five parts (``None``: no ``token_type_ids``)."""
+
+    prefix: tuple[int, ...]
+    middle: tuple[int, ...]
+    suffix: tuple[int, ...]
+    types: tuple[int, int, int, int, int] | None
+
+    def join(self, a: Sequence[int], b: Sequence[int]) -> dict[str, list[int]]:
+        ids = [*self.prefix, *a, *self.middle, *b, *self.suffix]
+        out = {"input_ids": ids, "attention_mask": [1] * len(ids)}
+        if self.types is not None:
+            parts = (self.prefix, a, self.middle, b, self.suffix)
+            out["token_type_ids"] = [
+                t for t, part in zip(self.types, parts, strict=True) for _ in part
+            ]
+        return out
+
+    @classmethod
+    def learn(cls, tokenizer: Any) -> PairTemplate | None:
+        """The template of ``tokenizer``, learnt on one probe pair and checked on all of them
+        against the tokenizer's own pair encoding; ``None`` when it does not reproduce it
+        (pairs are then tokenised whole)."""
+
+        def alone(text: str) -> list[int]:
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+        a, b = _PROBES[0]
+        full = tokenizer(a, b)
+        if not set(full.keys()) <= set(_FEATURES):
+            return None
+        ids, ia, ib = list(full["input_ids"]), alone(a), alone(b)
+        spans = [
+            (i, j)
+            for i in range(len(ids) - len(ia) + 1)
+            if ids[i : i + len(ia)] == ia
+            for j in range(i + len(ia), len(ids) - len(ib) + 1)
+            if ids[j : j + len(ib)] == ib
+        ]
+        if len(spans) != 1:
+            return None
+        i, j = spans[0]
+        bounds = [
+            (0, i),
+            (i, i + len(ia)),
+            (i + len(ia), j),
+            (j, j + len(ib)),
+            (j + len(ib), len(ids)),
+        ]
+        types = None
+        if "token_type_ids" in full:
+            found = []
+            for lo, hi in bounds:
+                part = set(full["token_type_ids"][lo:hi]) or {0}
+                if len(part) != 1:
+                    return None
+                found.append(part.pop())
+            types = (found[0], found[1], found[2], found[3], found[4])
+        template = cls(
+            tuple(ids[:i]), tuple(ids[i + len(ia) : j]), tuple(ids[j + len(ib) :]), types
+        )
+        for p, h in _PROBES:
+            expected = tokenizer(p, h)
+            if template.join(alone(p), alone(h)) != {k: list(v) for k, v in expected.items()}:
+                return None
+        return template
+
+
+class PairEncoder:
+    """Token ids of (premise, hypothesis) pairs as the tokenizer would make them, with each
+    distinct text tokenised once: the same column texts recur across pairs, columns and
+    tables. Pairs longer than ``max_length`` are tokenised whole (the tokenizer's own
+    truncation), and so is everything when the tokenizer's pair template cannot be learnt
+    (:meth:`PairTemplate.learn`). Thread-safe; at most ``cache_size`` texts are kept."""
+
+    def __init__(self, tokenizer: Any, max_length: int, cache_size: int = TEXT_CACHE_SIZE) -> None:
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.cache_size = cache_size
+        self.template = PairTemplate.learn(tokenizer)
+        self._ids: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def encode(
+        self, premises: Sequence[str], hypotheses: Sequence[str]
+    ) -> dict[str, list[list[int]]]:
+        """``{"input_ids": [...], "attention_mask": [...], ("token_type_ids")}``, one list
+        of ids per pair, in the order of the inputs."""
+        if self.template is None:
+            return self._whole(premises, hypotheses)
+        ids = self._text_ids([*premises, *hypotheses])
+        rows = [
+            self.template.join(ids[p], ids[h]) for p, h in zip(premises, hypotheses, strict=True)
+        ]
+        long = [i for i, row in enumerate(rows) if len(row["input_ids"]) > self.max_length]
+        if long:
+            whole = self._whole([premises[i] for i in long], [hypotheses[i] for i in long])
+            for n, i in enumerate(long):
+                rows[i] = {key: values[n] for key, values in whole.items()}
+        return {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
+
+    def _whole(
+        self, premises: Sequence[str], hypotheses: Sequence[str]
+    ) -> dict[str, list[list[int]]]:
+        encoded = self.tokenizer(
+            list(premises), list(hypotheses), truncation=True, max_length=self.max_length
+        )
+        return {key: [list(v) for v in encoded[key]] for key in encoded}
+
+    def _text_ids(self, texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
+        distinct = list(dict.fromkeys(texts))
+        found: dict[str, tuple[int, ...]] = {}
+        with self._lock:
+            for text in distinct:
+                if text in self._ids:
+                    self._ids.move_to_end(text)
+                    found[text] = self._ids[text]
+        missing = [t for t in distinct if t not in found]
+        if missing:
+            encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
+            with self._lock:
+                for text, ids in zip(missing, encoded, strict=True):
+                    found[text] = self._ids[text] = tuple(ids)
+                    self._ids.move_to_end(text)
+                while len(self._ids) > self.cache_size:
+                    self._ids.popitem(last=False)
+        return found
+
+
+def quantise_int8(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with the linear layers of its encoder dynamically quantised to int8 (weights
+    int8 per output channel, activations quantised per batch); the classifier head stays
+    fp32. torch's eager ``quantize_dynamic`` warns that it is deprecated: the warning is
+    silenced here, the README names the replacement (torchao) for when it goes."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        names = {
+            name
+            for name, module in model.named_modules()
+            if isinstance(module, torch.nn.Linear) and _quantised_layer(name)
+        }
+        quantised: torch.nn.Module = quantize_dynamic(
+            model, {name: per_channel_dynamic_qconfig for name in names}, dtype=torch.qint8
+        )
+    return quantised
+
+
+def _quantised_layer(name: str) -> bool:
+    """Which linear layers int8 covers: the transformer blocks', not the classifier head."""
+    return ".layer." in name and "classifier" not in name
 
 
 class HFEntailmentModel:
@@ -132,9 +309,12 @@ class HFEntailmentModel:
 
     ``name_or_path`` is a local directory or a hub name. The entailment class is looked up in
     the checkpoint's ``config.id2label`` (case-insensitive ``"entailment"``), never assumed;
-    probabilities are the softmax over all its labels. Inputs are tokenised once, sorted by
-    length and run in batches of ``batch_size`` under ``torch.inference_mode``, on CUDA when
-    present and ``device="auto"``.
+    probabilities are the softmax over all its labels. Pairs become token ids through a
+    :class:`PairEncoder` (each distinct text tokenised once), are grouped by length and run
+    in batches of ``batch_size`` (``gpu_batch_size`` on CUDA) under ``torch.inference_mode``,
+    on CUDA when present and ``device="auto"``, at ``precision`` (:mod:`cta.devices`: bf16
+    autocast on CUDA, fp32 on the CPU unless asked; int8 = :func:`quantise_int8`). On CUDA the
+    batches are copied from pinned memory.
     """
 
     def __init__(
@@ -143,12 +323,14 @@ class HFEntailmentModel:
         device: str = "auto",
         max_length: int = 64,
         batch_size: int = 64,
+        precision: str = "auto",
+        gpu_batch_size: int = 1024,
     ) -> None:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        if batch_size < 1 or max_length < 8:
-            raise ValueError("batch_size must be ≥ 1 and max_length ≥ 8")
+        if batch_size < 1 or gpu_batch_size < 1 or max_length < 8:
+            raise ValueError("batch sizes must be ≥ 1 and max_length ≥ 8")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(name_or_path)
             model = AutoModelForSequenceClassification.from_pretrained(name_or_path)
@@ -164,12 +346,15 @@ class HFEntailmentModel:
         self.name_or_path = name_or_path
         self.labels: tuple[str, ...] = tuple(id2label[i] for i in sorted(id2label))
         self.entailment_index: int = matches[0]
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.device = torch.device(device)
-        self.model = model.to(self.device).eval()
+        self.device = torch.device(resolve_device(device))
+        self.precision: Precision = resolve_precision(precision, self.device.type)
+        model = model.eval()
+        if self.precision == "int8":
+            model = quantise_int8(model)
+        self.model = model.to(self.device)
         self.max_length = max_length
-        self.batch_size = batch_size
+        self.batch_size = gpu_batch_size if self.device.type == "cuda" else batch_size
+        self.pairs = PairEncoder(self.tokenizer, max_length)
         # One forward at a time: concurrent callers would only fight for the same cores.
         self._lock = threading.Lock()
 
@@ -183,19 +368,16 @@ class HFEntailmentModel:
         out = np.zeros((n, len(self.labels)), dtype=np.float32)
         if n == 0:
             return out
-        encoded = self.tokenizer(
-            list(premises),
-            list(hypotheses),
-            truncation=True,
-            max_length=self.max_length,
-        )
-        ids: list[list[int]] = encoded["input_ids"]
-        columns = {key: encoded[key] for key in encoded}
+        features = self.pairs.encode(premises, hypotheses)
+        ids: list[list[int]] = features["input_ids"]
         pad_id = self.tokenizer.pad_token_id or 0
-        with self._lock, torch.inference_mode():
+        cuda = self.device.type == "cuda"
+        with self._lock, torch.inference_mode(), autocast(self.device.type, self.precision):
             for rows in canonical_batches([len(x) for x in ids], self.batch_size):
-                batch = pad_batch(columns, rows, pad_id, CANONICAL_MULTIPLE, CANONICAL_ROWS)
-                inputs = {k: v.to(self.device) for k, v in batch.items()}
+                batch = pad_batch(
+                    features, rows, pad_id, CANONICAL_MULTIPLE, CANONICAL_ROWS, pin=cuda
+                )
+                inputs = {k: v.to(self.device, non_blocking=cuda) for k, v in batch.items()}
                 logits = self.model(**inputs).logits.float().cpu().numpy()
                 out[rows] = logits[: len(rows)]
         return out
@@ -360,6 +542,8 @@ def load_judge(settings: Settings, model_path: str | None = None) -> Bidirection
         device=settings.device,
         max_length=settings.judge_max_length,
         batch_size=settings.judge_batch_size,
+        precision=settings.judge_precision,
+        gpu_batch_size=settings.judge_gpu_batch_size,
     )
     return BidirectionalJudge(
         model, template=settings.judge_template, cache_size=settings.judge_cache_size
