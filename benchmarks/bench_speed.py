@@ -10,10 +10,20 @@ On a seeded choice of WTQ tables with 3–10 columns, CPU, warm (a few tables ru
   decisions; speedup = naive time / ours time on that subset.
 
 efficiency = (model pairs ours sent / ours wall time) / raw pairs per second.
+
+Two more comparisons, on the same tables and the same process:
+
+* ``add_waves``: the ADD check most-similar-first in waves (the default) against every
+  column at once — byte-identical outputs, model pairs and seconds of each;
+* ``precisions``: the judge at bf16 (autocast) and int8 (dynamic quantisation) against the
+  fp32 run — speed ratio, and how many of the fp32 pipeline's verdicts stay identical: of
+  every (table, column, candidate, RPL/ADD) the pipeline judged, the share whose verdict
+  is the same, and the agreement of the proposals themselves (|A ∩ B| / |A ∪ B|).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import resource
@@ -26,13 +36,16 @@ import numpy as np
 
 from benchmarks.bench_quality import CheckedRetriever
 from benchmarks.naive import NaiveEntailment, NaivePipeline, decisions_of
-from cta.judge.nli import BidirectionalJudge
+from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
 from cta.pipeline import PerturbOptions, Pipeline
+from cta.results import PerturbationResult
 from cta.table import Table
 
 SEED = 0
 WARM_TABLES = 2
 RAW_SAMPLE = 5000
+#: CPU precisions compared with fp32, and on how many of the timed tables
+PRECISIONS = ("bf16", "int8")
 
 
 class RecordingModel:
@@ -122,11 +135,130 @@ def raw_forward(
     }
 
 
+def device_info(judge: BidirectionalJudge) -> dict[str, Any]:
+    """The device the judge runs on, in words (GPU name on CUDA)."""
+    import torch
+
+    model = judge.model
+    device = str(getattr(model, "device", "cpu"))
+    info: dict[str, Any] = {
+        "device": device,
+        "precision": getattr(model, "precision", "fp32"),
+        "batch_size": getattr(model, "batch_size", None),
+    }
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+Verdict = tuple[str, str, str, str]
+
+
+def verdicts(
+    pipeline: Pipeline, tables: Sequence[Table], results: Sequence[PerturbationResult]
+) -> tuple[set[Verdict], set[Verdict]]:
+    """Every (table, column, kind, candidate) the pipeline judged, and those it proposed."""
+    judged: set[Verdict] = set()
+    proposed: set[Verdict] = set()
+    for i, (table, result) in enumerate(zip(tables, results, strict=True)):
+        plan = pipeline._plan(table, SEED)
+        tid = table.id or str(i)
+        for column in plan.rpl:
+            judged |= {(tid, column, "rpl", c.name) for c in plan.rpl[column]}
+            judged |= {(tid, column, "add", c.name) for c in plan.add[column]}
+        for col in result.columns:
+            proposed |= {(tid, col.column, "rpl", d.name) for d in col.replace}
+            proposed |= {(tid, col.column, "add", d.name) for d in col.add}
+    return judged, proposed
+
+
+def compare_precisions(
+    pipeline: Pipeline,
+    tables: Sequence[Table],
+    fp32_results: Sequence[PerturbationResult],
+    fp32_seconds: float,
+    precisions: Sequence[str] = PRECISIONS,
+) -> dict[str, Any]:
+    """The judge at other CPU precisions against fp32 on the same tables (see the module
+    docstring): speed ratio and identical verdicts."""
+    judge = pipeline.judge_model
+    assert isinstance(judge, BidirectionalJudge)
+    base = judge.model
+    if not isinstance(base, HFEntailmentModel):
+        raise TypeError("precisions are compared on the shipped judge model (HFEntailmentModel)")
+    judged, fp32_proposed = verdicts(pipeline, tables, fp32_results)
+    out: dict[str, Any] = {"tables": len(tables), "fp32_seconds": round(fp32_seconds, 3)}
+    for precision in precisions:
+        model = HFEntailmentModel(
+            str(base.name_or_path),
+            device="cpu",
+            max_length=base.max_length,
+            batch_size=base.batch_size,
+            precision=precision,
+        )
+        other = BidirectionalJudge(model, template=judge.template, cache_size=judge.cache_size)
+        variant = dataclasses.replace(pipeline, judge_model=other)
+        variant.perturb_many(tables[:WARM_TABLES], PerturbOptions(seed=SEED))
+        other.clear_cache()
+        began = time.perf_counter()
+        results = variant.perturb_many(tables, PerturbOptions(seed=SEED))
+        seconds = time.perf_counter() - began
+        _, proposed = verdicts(variant, tables, results)
+        flipped = proposed ^ fp32_proposed
+        out[precision] = {
+            "seconds": round(seconds, 3),
+            "speedup_vs_fp32": round(fp32_seconds / seconds, 2),
+            "verdicts_judged": len(judged),
+            "verdicts_identical": round(1 - len(flipped) / max(1, len(judged)), 4),
+            "proposals_fp32": len(fp32_proposed),
+            "proposals": len(proposed),
+            "proposals_agreement": round(
+                len(proposed & fp32_proposed) / max(1, len(proposed | fp32_proposed)), 4
+            ),
+            "lost": sorted(fp32_proposed - proposed)[:10],
+            "gained": sorted(proposed - fp32_proposed)[:10],
+        }
+    return out
+
+
+def compare_waves(pipeline: Pipeline, tables: Sequence[Table]) -> dict[str, Any]:
+    """The ADD check in waves (default) against every column at once, cold judge cache."""
+    judge = pipeline.judge_model
+    assert isinstance(judge, BidirectionalJudge)
+    out: dict[str, Any] = {"tables": len(tables)}
+    dumps = {}
+    for waves in (False, True):
+        settings = pipeline.settings.model_copy(update={"judge_add_waves": waves})
+        variant = dataclasses.replace(pipeline, settings=settings)
+        judge.clear_cache()
+        judge.reset_stats()
+        began = time.perf_counter()
+        results = variant.perturb_many(tables, PerturbOptions(seed=SEED))
+        seconds = time.perf_counter() - began
+        dumps[waves] = [r.model_dump_json() for r in results]
+        out["waves" if waves else "all_at_once"] = {
+            "seconds": round(seconds, 3),
+            "model_pairs": judge.stats.model_pairs,
+            "model_calls": judge.stats.model_calls,
+        }
+    out["identical_outputs"] = dumps[True] == dumps[False]
+    out["pairs_saved"] = round(
+        1 - out["waves"]["model_pairs"] / max(1, out["all_at_once"]["model_pairs"]), 4
+    )
+    return out
+
+
 def _peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def run(pipeline: Pipeline, data_dir: Path, tables: int = 100, subset: int = 10) -> dict[str, Any]:
+def run(
+    pipeline: Pipeline,
+    data_dir: Path,
+    tables: int = 100,
+    subset: int = 10,
+    precision_tables: int = 30,
+) -> dict[str, Any]:
     """Ours vs raw forward vs naive; see the module docstring."""
     import torch
 
@@ -223,8 +355,21 @@ def run(pipeline: Pipeline, data_dir: Path, tables: int = 100, subset: int = 10)
                     },
                 }
             )
+    waves = compare_waves(pipeline, sub)
+    device = device_info(judge)
+    precisions = (
+        compare_precisions(
+            pipeline,
+            timed[:precision_tables],
+            results[:precision_tables],
+            _seconds_for(pipeline, timed[:precision_tables]),
+        )
+        if device["device"] == "cpu"
+        else {"skipped": "int8 and CPU bf16 are CPU options"}
+    )
     pipeline.retriever = checked.inner if checked else None
     return {
+        "device": device,
         "machine": {
             "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
@@ -245,7 +390,19 @@ def run(pipeline: Pipeline, data_dir: Path, tables: int = 100, subset: int = 10)
             "identical_decisions": not mismatches,
             "mismatches": mismatches,
         },
+        "add_waves": waves,
+        "precisions": precisions,
     }
+
+
+def _seconds_for(pipeline: Pipeline, tables: Sequence[Table]) -> float:
+    """Wall seconds of the (fp32) pipeline on ``tables`` with a cold judge cache."""
+    judge = pipeline.judge_model
+    assert isinstance(judge, BidirectionalJudge)
+    judge.clear_cache()
+    began = time.perf_counter()
+    pipeline.perturb_many(tables, PerturbOptions(seed=SEED))
+    return time.perf_counter() - began
 
 
 def _diff(a: Any, b: Any) -> list[str]:

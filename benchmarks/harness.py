@@ -32,7 +32,11 @@ PARTS = ("quality", "speed", "scale")
 FILES = {"quality": "quality.json", "speed": "speed.json", "scale": "index_scale.json"}
 # Bars the issue sets (speed) — the summary says whether they are met.
 MIN_SPEEDUP = 10.0
-MIN_EFFICIENCY = 0.8
+MIN_EFFICIENCY = 0.9
+MIN_TABLES_PER_SECOND = 1.2
+# The faster CPU option (issue 15): this much faster than fp32, this share of verdicts kept.
+MIN_OPTION_SPEEDUP = 1.8
+MIN_IDENTICAL_VERDICTS = 0.99
 
 
 class Skip(Exception):
@@ -186,7 +190,8 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
     speed_ok = sub["speedup"] >= MIN_SPEEDUP and sub["identical_decisions"]
     eff_ok = (s["efficiency"] or 0) >= MIN_EFFICIENCY
     return [
-        f"{o['tables']} WTQ tables (3–10 columns, seeded), CPU, {m['torch_threads']} torch threads, "
+        f"{o['tables']} WTQ tables (3–10 columns, seeded), {_device_words(s.get('device'))}, "
+        f"{m['cpus']} cores, {m['torch_threads']} torch threads, "
         f"warm; load average {m['load_average_before'][0]} → {m['load_average_after'][0]} "
         f"(other work on the machine inflates every figure); judge `{s['judge_model']}`.",
         "",
@@ -211,7 +216,60 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
         f"({'meets' if speed_ok else 'misses'} the {MIN_SPEEDUP:.0f}× bar with identical decisions) |",
         f"| identical decisions | {sub['identical_decisions']} "
         f"({len(sub['mismatches'])} tables differ) |",
+        f"| **tables / second** bar | {o['tables_per_second']} "
+        f"({'meets' if o['tables_per_second'] >= MIN_TABLES_PER_SECOND else 'below'} the "
+        f"{MIN_TABLES_PER_SECOND} bar) |",
+        *_waves_rows(s.get("add_waves")),
+        *_precision_lines(s.get("precisions")),
     ]
+
+
+def _device_words(d: dict[str, Any] | None) -> str:
+    if not d:
+        return "CPU, fp32"
+    where = d.get("gpu") or d["device"].upper()
+    return f"{where}, judge {d['precision']} in batches of {d['batch_size']}"
+
+
+def _waves_rows(w: dict[str, Any] | None) -> list[str]:
+    if not w:
+        return []
+    a, b = w["all_at_once"], w["waves"]
+    return [
+        f"| ADD check: every column at once → most-similar-first waves ({w['tables']} tables, "
+        f"cold cache) | {a['model_pairs']} → {b['model_pairs']} model pairs "
+        f"({_pct(w['pairs_saved'])} fewer), {a['seconds']} → {b['seconds']} s, "
+        f"{a['model_calls']} → {b['model_calls']} model calls; outputs byte-identical: "
+        f"{w['identical_outputs']} |",
+    ]
+
+
+def _precision_lines(p: dict[str, Any] | None) -> list[str]:
+    if not p or "skipped" in p:
+        return []
+    lines = [
+        "",
+        f"Faster CPU options, against the fp32 judge on the first {p['tables']} of those tables "
+        f"(fp32: {p['fp32_seconds']} s; bars: ≥ {MIN_OPTION_SPEEDUP}× with ≥ "
+        f"{_pct(MIN_IDENTICAL_VERDICTS)} identical verdicts):",
+        "",
+        "| precision | seconds | speed-up vs fp32 | verdicts identical (of judged) | "
+        "proposals agreement | proposals (fp32 → option) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in p.items():
+        if not isinstance(r, dict):
+            continue
+        ok = r["speedup_vs_fp32"] >= MIN_OPTION_SPEEDUP and (
+            r["verdicts_identical"] >= MIN_IDENTICAL_VERDICTS
+        )
+        lines.append(
+            f"| {name}{' (meets both bars)' if ok else ''} | {r['seconds']} | "
+            f"{r['speedup_vs_fp32']}× | {_pct(r['verdicts_identical'])} of "
+            f"{r['verdicts_judged']} | {_pct(r['proposals_agreement'])} | "
+            f"{r['proposals_fp32']} → {r['proposals']} |"
+        )
+    return lines
 
 
 def scale_lines(c: dict[str, Any]) -> list[str]:

@@ -99,6 +99,29 @@ def test_naive_pipeline_reaches_the_same_decisions(tiny_pipeline: object) -> Non
     assert judge.one(premise, hypothesis) == pytest.approx(float(batched), abs=1e-4)
 
 
+def test_speed_comparisons_of_waves_and_precisions(tiny_pipeline: object) -> None:
+    from benchmarks import bench_speed, harness
+    from cta.pipeline import PerturbOptions, Pipeline
+
+    assert isinstance(tiny_pipeline, Pipeline)
+    tables = _tiny_tables()
+    waves = bench_speed.compare_waves(tiny_pipeline, tables)
+    assert waves["identical_outputs"] is True
+    assert waves["waves"]["model_pairs"] <= waves["all_at_once"]["model_pairs"]
+
+    fp32 = tiny_pipeline.perturb_many(tables, PerturbOptions(seed=0))
+    judged, proposed = bench_speed.verdicts(tiny_pipeline, tables, fp32)
+    assert proposed and proposed <= judged
+    compared = bench_speed.compare_precisions(tiny_pipeline, tables, fp32, 1.0, ("int8",))
+    int8 = compared["int8"]
+    assert int8["verdicts_judged"] == len(judged) and int8["proposals_fp32"] == len(proposed)
+    changed = len(set(int8["lost"]) | set(int8["gained"]))
+    assert int8["verdicts_identical"] <= 1 - changed / len(judged) + 1e-4
+    lines = harness._precision_lines(compared) + harness._waves_rows(waves)
+    assert any(line.startswith("| int8") for line in lines)
+    assert any("byte-identical: True" in line for line in lines)
+
+
 @pytest.mark.slow
 def test_ablations_without_retriever_and_without_judge(tiny_pipeline: object) -> None:
     from cta import recipes
