@@ -36,7 +36,12 @@ import numpy as np
 
 from benchmarks.bench_quality import CheckedRetriever
 from benchmarks.naive import NaiveEntailment, NaivePipeline, decisions_of
-from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
+from cta.judge.nli import (
+    BidirectionalJudge,
+    HFEntailmentModel,
+    RecheckedEntailment,
+    entailment_model,
+)
 from cta.pipeline import PerturbOptions, Pipeline
 from cta.results import PerturbationResult
 from cta.table import Table
@@ -44,8 +49,8 @@ from cta.table import Table
 SEED = 0
 WARM_TABLES = 2
 RAW_SAMPLE = 5000
-#: CPU precisions compared with fp32, and on how many of the timed tables
-PRECISIONS = ("bf16", "int8")
+#: CPU options compared with fp32: (precision, fp32 re-check margin near the thresholds)
+PRECISIONS: tuple[tuple[str, float], ...] = (("bf16", 0.0), ("int8", 0.0), ("int8", 0.1))
 
 
 class RecordingModel:
@@ -177,7 +182,7 @@ def compare_precisions(
     tables: Sequence[Table],
     fp32_results: Sequence[PerturbationResult],
     fp32_seconds: float,
-    precisions: Sequence[str] = PRECISIONS,
+    precisions: Sequence[tuple[str, float]] = PRECISIONS,
 ) -> dict[str, Any]:
     """The judge at other CPU precisions against fp32 on the same tables (see the module
     docstring): speed ratio and identical verdicts."""
@@ -188,24 +193,35 @@ def compare_precisions(
         raise TypeError("precisions are compared on the shipped judge model (HFEntailmentModel)")
     judged, fp32_proposed = verdicts(pipeline, tables, fp32_results)
     out: dict[str, Any] = {"tables": len(tables), "fp32_seconds": round(fp32_seconds, 3)}
-    for precision in precisions:
-        model = HFEntailmentModel(
-            str(base.name_or_path),
-            device="cpu",
-            max_length=base.max_length,
-            batch_size=base.batch_size,
-            precision=precision,
+    for precision, margin in precisions:
+        settings = pipeline.settings.model_copy(
+            update={
+                "device": "cpu",
+                "judge_precision": precision,
+                "judge_recheck_margin": margin,
+                "judge_batch_size": base.batch_size,
+                "judge_max_length": base.max_length,
+            }
         )
+        model = entailment_model(settings, str(base.name_or_path))
         other = BidirectionalJudge(model, template=judge.template, cache_size=judge.cache_size)
         variant = dataclasses.replace(pipeline, judge_model=other)
         variant.perturb_many(tables[:WARM_TABLES], PerturbOptions(seed=SEED))
         other.clear_cache()
+        if isinstance(model, RecheckedEntailment):
+            model.scored = model.rechecked = 0
         began = time.perf_counter()
         results = variant.perturb_many(tables, PerturbOptions(seed=SEED))
         seconds = time.perf_counter() - began
         _, proposed = verdicts(variant, tables, results)
         flipped = proposed ^ fp32_proposed
-        out[precision] = {
+        name = f"{precision} + fp32 re-check ±{margin}" if margin else precision
+        out[name] = {
+            "rechecked_share": (
+                round(model.rechecked / max(1, model.scored), 4)
+                if isinstance(model, RecheckedEntailment)
+                else None
+            ),
             "seconds": round(seconds, 3),
             "speedup_vs_fp32": round(fp32_seconds / seconds, 2),
             "verdicts_judged": len(judged),

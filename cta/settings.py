@@ -141,6 +141,13 @@ class Settings(BaseSettings):
         description="Judge inference: auto = bf16 autocast on CUDA, fp32 on the CPU; "
         "int8 = dynamic quantisation of the judge's linear layers (CPU option, see README)",
     )
+    judge_recheck_margin: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=0.5,
+        description="Below fp32 (int8, bf16): scores within this margin of the RPL/ADD "
+        "thresholds are re-scored by the fp32 judge (0 = off)",
+    )
     judge_add_waves: bool = Field(
         default=True,
         description="Check each ADD candidate against the table's columns most-similar-first, "

@@ -112,7 +112,7 @@ def test_speed_comparisons_of_waves_and_precisions(tiny_pipeline: object) -> Non
     fp32 = tiny_pipeline.perturb_many(tables, PerturbOptions(seed=0))
     judged, proposed = bench_speed.verdicts(tiny_pipeline, tables, fp32)
     assert proposed and proposed <= judged
-    compared = bench_speed.compare_precisions(tiny_pipeline, tables, fp32, 1.0, ("int8",))
+    compared = bench_speed.compare_precisions(tiny_pipeline, tables, fp32, 1.0, [("int8", 0.0)])
     int8 = compared["int8"]
     assert int8["verdicts_judged"] == len(judged) and int8["proposals_fp32"] == len(proposed)
     changed = len(set(int8["lost"]) | set(int8["gained"]))

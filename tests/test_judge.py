@@ -240,6 +240,43 @@ def test_faster_cpu_precisions_stay_close_to_fp32(checkpoint: Path, precision: s
     np.testing.assert_allclose(approx, exact, atol=0.05)
 
 
+def test_int8_scores_near_a_threshold_are_rechecked_in_fp32(checkpoint: Path) -> None:
+    from cta.judge.nli import RecheckedEntailment, entailment_model
+
+    def settings(precision: str, margin: float) -> Settings:
+        return Settings(
+            judge_model=str(checkpoint),
+            device="cpu",
+            judge_precision=precision,
+            judge_recheck_margin=margin,
+        )
+
+    assert isinstance(entailment_model(settings("fp32", 0.1), str(checkpoint)), HFEntailmentModel)
+    plain = entailment_model(settings("int8", 0.0), str(checkpoint))
+    assert isinstance(plain, HFEntailmentModel) and plain.precision == "int8"
+    premises = [f"singer song name {i} (text)" for i in range(30)]
+    hypotheses = [f"singer track title {i} (text)" for i in range(30)]
+    exact = HFEntailmentModel(str(checkpoint), device="cpu").entailment(premises, hypotheses)
+    fast = plain.entailment(premises, hypotheses)
+    # A margin that covers some of the scores, not all: those are exact, the others fast.
+    distance = np.abs(fast - 0.65)
+    margin = float(np.median(distance))
+    model = entailment_model(
+        settings("int8", margin).model_copy(update={"add_threshold": 0.65}), str(checkpoint)
+    )
+    assert isinstance(model, RecheckedEntailment)
+    got = model.entailment(premises, hypotheses)
+    near = distance <= margin
+    assert 0 < near.sum() < len(near) and model.rechecked == near.sum() and model.scored == 30
+    np.testing.assert_allclose(got[near], exact[near], atol=1e-6)
+    np.testing.assert_allclose(got[~near], fast[~near], atol=1e-6)
+    # The entity prediction's logits are always the exact model's.
+    np.testing.assert_allclose(
+        model.entailment_logits(premises, hypotheses),
+        model.exact.entailment_logits(premises, hypotheses),
+    )
+
+
 # -- BidirectionalJudge ----------------------------------------------------------------------------
 
 

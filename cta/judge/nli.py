@@ -400,6 +400,77 @@ class HFEntailmentModel:
         return module
 
 
+class RecheckedEntailment:
+    """A fast model's P(entailment), re-scored by an exact one where it lies within
+    ``margin`` of a decision threshold: the fast model's error only matters near a
+    threshold, so decisions stay those of the exact model unless the fast score is off by
+    more than ``margin`` (``benchmarks/judge_precision.py`` measures the error; the speed
+    benchmark, the verdicts that change). The zero-shot entity prediction
+    (:meth:`entailment_logits`) always uses the exact model. Thresholds are the
+    configured ones: a request that overrides them gets the fast model's accuracy there."""
+
+    def __init__(
+        self,
+        fast: HFEntailmentModel,
+        exact: HFEntailmentModel,
+        thresholds: Sequence[float],
+        margin: float,
+    ) -> None:
+        if margin <= 0:
+            raise ValueError("the re-check margin must be > 0")
+        self.fast = fast
+        self.exact = exact
+        self.thresholds = tuple(sorted(set(thresholds)))
+        self.margin = margin
+        self.name_or_path = exact.name_or_path
+        self.device = exact.device
+        self.precision = f"{fast.precision} (fp32 within {margin} of {self.thresholds})"
+        self.scored = 0
+        self.rechecked = 0
+        self._lock = threading.Lock()
+
+    def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        probs = np.array(self.fast.entailment(premises, hypotheses), dtype=np.float64)
+        near = np.zeros(len(probs), dtype=bool)
+        for threshold in self.thresholds:
+            near |= np.abs(probs - threshold) <= self.margin
+        rows = [int(i) for i in np.flatnonzero(near)]
+        if len(rows):
+            probs[rows] = self.exact.entailment(
+                [premises[i] for i in rows], [hypotheses[i] for i in rows]
+            )
+        with self._lock:
+            self.scored += len(probs)
+            self.rechecked += len(rows)
+        return probs
+
+    def entailment_logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        return self.exact.entailment_logits(premises, hypotheses)
+
+
+def entailment_model(
+    settings: Settings, name_or_path: str
+) -> HFEntailmentModel | RecheckedEntailment:
+    """The judge's model as ``settings`` configure it: at ``judge_precision``, and, below
+    fp32 with ``judge_recheck_margin`` > 0, re-checked in fp32 near the thresholds."""
+    def load(precision: str) -> HFEntailmentModel:
+        return HFEntailmentModel(
+            name_or_path,
+            device=settings.device,
+            max_length=settings.judge_max_length,
+            batch_size=settings.judge_batch_size,
+            precision=precision,
+            gpu_batch_size=settings.judge_gpu_batch_size,
+        )
+
+    model = load(settings.judge_precision)
+    if model.precision == "fp32" or settings.judge_recheck_margin <= 0:
+        return model
+    exact = load("fp32")
+    thresholds = (settings.rpl_threshold, settings.add_threshold)
+    return RecheckedEntailment(model, exact, thresholds, settings.judge_recheck_margin)
+
+
 # -- the bidirectional judge ----------------------------------------------------------------
 
 
@@ -537,14 +608,7 @@ def load_judge(settings: Settings, model_path: str | None = None) -> Bidirection
             f"`cta judge train --out {name_or_path}` (or `cta setup`), or set CTA_JUDGE_MODEL "
             "to an NLI checkpoint path or hub name"
         )
-    model = HFEntailmentModel(
-        name_or_path,
-        device=settings.device,
-        max_length=settings.judge_max_length,
-        batch_size=settings.judge_batch_size,
-        precision=settings.judge_precision,
-        gpu_batch_size=settings.judge_gpu_batch_size,
-    )
+    model = entailment_model(settings, name_or_path)
     return BidirectionalJudge(
         model, template=settings.judge_template, cache_size=settings.judge_cache_size
     )
