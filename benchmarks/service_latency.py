@@ -5,7 +5,8 @@ loaded, a few requests sent first):
 
 * one client, the same table again and again (the judge's cache is warm);
 * one client, a different table each time (every judge pair new);
-* 8 concurrent clients, different tables (dynamic batching at work);
+* 8 concurrent clients, different tables (dynamic batching at work; a client told 429
+  waits its ``Retry-After`` and sends again, and its latency runs from the first attempt);
 
 and what a client sees under overload: a server with ``CTA_QUEUE_SIZE=4`` hit by 32 requests
 at once answers 429 with ``Retry-After``. Writes ``benchmarks/results/service_latency.json``::
@@ -135,12 +136,18 @@ async def _clients(
     statuses: Counter[int] = Counter()
 
     async def one_client(c: int, http: httpx.AsyncClient) -> None:
+        # As a well-behaved client does: after a 429, wait its Retry-After and send again;
+        # the latency is the user's, first attempt to answer.
         for r in range(per_client):
             table = tables[(c * per_client + r) % len(tables)]
             started = time.perf_counter()
-            answer = await http.post(f"{url}/v1/perturb", json={"table": table})
+            while True:
+                answer = await http.post(f"{url}/v1/perturb", json={"table": table})
+                statuses[answer.status_code] += 1
+                if answer.status_code != 429:
+                    break
+                await asyncio.sleep(float(answer.headers.get("retry-after", "1")))
             latencies.append(time.perf_counter() - started)
-            statuses[answer.status_code] += 1
 
     limits = httpx.Limits(max_connections=clients)
     async with httpx.AsyncClient(timeout=600, limits=limits) as http:
@@ -161,11 +168,14 @@ def measure_latency(url: str, tables: list[dict[str, Any]], requests: int) -> di
     per_client = max(1, requests // 8)
     unseen = tables[3 + requests : 3 + requests + 8 * per_client]
     conc, wall_conc, s3 = asyncio.run(_clients(url, unseen, 8, per_client))
-    assert set(s1) == set(s2) == set(s3) == {200}, (s1, s2, s3)
+    assert set(s1) == set(s2) == {200} and set(s3) <= {200, 429}, (s1, s2, s3)
     return {
         "sequential_same_table": _summary(same, wall_same),
         "sequential_distinct_tables": _summary(distinct, wall_distinct),
-        "concurrent_8_clients_distinct_tables": _summary(conc, wall_conc),
+        "concurrent_8_clients_distinct_tables": {
+            **_summary(conc, wall_conc),
+            "answers_429_then_retried": s3[429],
+        },
     }
 
 

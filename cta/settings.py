@@ -145,8 +145,8 @@ class Settings(BaseSettings):
         default=0.1,
         ge=0.0,
         le=0.5,
-        description="Below fp32 (int8, bf16): scores within this margin of the RPL/ADD "
-        "thresholds are re-scored by the fp32 judge (0 = off)",
+        description="With int8: scores within this margin of the RPL/ADD thresholds are "
+        "re-scored by the fp32 judge (0 = off)",
     )
     judge_add_waves: bool = Field(
         default=True,

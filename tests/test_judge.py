@@ -251,7 +251,10 @@ def test_int8_scores_near_a_threshold_are_rechecked_in_fp32(checkpoint: Path) ->
             judge_recheck_margin=margin,
         )
 
-    assert isinstance(entailment_model(settings("fp32", 0.1), str(checkpoint)), HFEntailmentModel)
+    for precision in ("fp32", "bf16"):  # only int8 is re-checked
+        assert isinstance(
+            entailment_model(settings(precision, 0.1), str(checkpoint)), HFEntailmentModel
+        )
     plain = entailment_model(settings("int8", 0.0), str(checkpoint))
     assert isinstance(plain, HFEntailmentModel) and plain.precision == "int8"
     premises = [f"singer song name {i} (text)" for i in range(30)]
