@@ -117,6 +117,20 @@ def test_entailment_index_comes_from_id2label(model: HFEntailmentModel, checkpoi
     )
 
 
+def test_entailment_logits_are_cached_and_the_same_bytes(checkpoint: Path) -> None:
+    model = HFEntailmentModel(str(checkpoint), device="cpu")
+    premises = ["a table of books. columns: title, author"] * 3
+    hypotheses = [f"This table is about {e}." for e in ("book", "film", "song")]
+    first = model.entailment_logits(premises, hypotheses)
+    runs = []
+    run = model.logits
+    model.logits = lambda p, h: runs.append(len(p)) or run(p, h)  # type: ignore[method-assign]
+    again = model.entailment_logits(premises[:2] + ["x"], hypotheses[:2] + ["y"])
+    assert runs == [1]  # only the new pair reached the model
+    assert again[:2].tobytes() == first[:2].tobytes()
+    assert again[2] == pytest.approx(float(run(["x"], ["y"])[0, model.entailment_index]))
+
+
 def test_checkpoint_without_entailment_label_is_refused(tmp_path: Path) -> None:
     path = tiny_checkpoint(tmp_path / "plain", {0: "LABEL_0", 1: "LABEL_1"})
     with pytest.raises(JudgeError, match="entailment"):

@@ -137,6 +137,8 @@ def pad_batch(
 
 #: distinct texts whose token ids a :class:`PairEncoder` keeps
 TEXT_CACHE_SIZE = 100_000
+#: (premise, hypothesis) pairs whose entailment logit :class:`HFEntailmentModel` keeps
+LOGIT_CACHE_SIZE = 20_000
 _FEATURES = ("input_ids", "token_type_ids", "attention_mask")
 # Probe texts the pair template is learnt from and checked on (words, digits, punctuation).
 _PROBES = (
@@ -357,6 +359,8 @@ class HFEntailmentModel:
         self.pairs = PairEncoder(self.tokenizer, max_length)
         # One forward at a time: concurrent callers would only fight for the same cores.
         self._lock = threading.Lock()
+        self._logit_cache: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._logit_lock = threading.Lock()
 
     def logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Raw classifier logits ``(n, n_labels)``, in the order of the inputs."""
@@ -383,8 +387,29 @@ class HFEntailmentModel:
         return out
 
     def entailment_logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        """The raw entailment logit of each pair (zero-shot classification softmaxes these)."""
-        return self.logits(premises, hypotheses)[:, self.entailment_index]
+        """The raw entailment logit of each pair (zero-shot classification softmaxes these).
+
+        Kept in a bounded LRU cache (:data:`LOGIT_CACHE_SIZE` pairs): the zero-shot entity
+        prediction asks the same 48 pairs for a table each time it is sent, and the judge's
+        own cache holds probabilities, not logits. A pair's logits do not depend on its
+        batch (canonical shapes), so a cached value is the bytes a new run would give."""
+        keys = list(zip(premises, hypotheses, strict=True))
+        out = np.zeros(len(keys), dtype=np.float32)
+        with self._logit_lock:
+            known = {k: self._logit_cache[k] for k in dict.fromkeys(keys) if k in self._logit_cache}
+            for k in known:
+                self._logit_cache.move_to_end(k)
+        missing = [k for k in dict.fromkeys(keys) if k not in known]
+        if missing:
+            fresh = self.logits([p for p, _ in missing], [h for _, h in missing])
+            with self._logit_lock:
+                for k, row in zip(missing, fresh[:, self.entailment_index], strict=True):
+                    known[k] = self._logit_cache[k] = float(row)
+                while len(self._logit_cache) > LOGIT_CACHE_SIZE:
+                    self._logit_cache.popitem(last=False)
+        for i, k in enumerate(keys):
+            out[i] = known[k]
+        return out
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """P(entailment | premise ⇒ hypothesis), softmax over all labels; shape ``(n,)``."""
@@ -454,6 +479,7 @@ def entailment_model(
     """The judge's model as ``settings`` configure it: at ``judge_precision``, and, at int8
     with ``judge_recheck_margin`` > 0, re-checked in fp32 near the thresholds (bf16 is close
     enough to fp32 not to need it: ``benchmarks/results/speed.json``)."""
+
     def load(precision: str) -> HFEntailmentModel:
         return HFEntailmentModel(
             name_or_path,
