@@ -378,6 +378,33 @@ def plot(results: Path, parts: dict[str, dict[str, Any]]) -> list[str]:
     return written
 
 
+def latency_lines(path: Path) -> list[str]:
+    """The service's ``/v1/perturb`` latency (benchmarks/service_latency.py), when measured."""
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    rows = {
+        "sequential_same_table": "1 client, the same table again (judge cache warm)",
+        "sequential_distinct_tables": "1 client, a new table each time",
+        "concurrent_8_clients_distinct_tables": "8 clients, new tables (a 429 waits its Retry-After)",
+    }
+    lines = [
+        f"`POST /v1/perturb` on a real `cta serve`, {data['table']['columns']}-column WTQ tables "
+        f"(`benchmarks/service_latency.py`, {path.name}; judge on the CPU):",
+        "",
+        "| clients | p50 | p95 | requests / s | 429 then retried |",
+        "|---|---|---|---|---|",
+    ]
+    for key, label in rows.items():
+        r = data["latency"].get(key)
+        if r:
+            lines.append(
+                f"| {label} | {r['p50_ms']} ms | {r['p95_ms']} ms | {r['throughput_rps']} | "
+                f"{r.get('answers_429_then_retried', 0)} |"
+            )
+    return [*lines, ""]
+
+
 def write_summary(results: Path = RESULTS) -> Path:
     """Rewrite ``SUMMARY.md`` and the plots from the JSON results present."""
     parts = {p: d for p in PARTS if (d := _load(results, p)) is not None}
@@ -413,6 +440,8 @@ def write_summary(results: Path = RESULTS) -> Path:
         ]
         if image in images:
             lines += [f"![{title}]({image})", ""]
+        if part == "speed":
+            lines += latency_lines(results / "service_latency.json")
     others = sorted(
         p.name
         for p in results.iterdir()

@@ -4,7 +4,9 @@
 It owns no model code itself: each stage is a component picked by name in
 :class:`~cta.settings.Settings` and reached through the contracts of :mod:`cta.components`.
 Judge work is batched across all columns of all tables of a call, so the pipeline spends its
-time in model forward passes rather than in Python.
+time in model forward passes rather than in Python. It is one file because the stages, the
+judge's two passes and the decision share one private plan per table (``_TablePlan``,
+``PairKey``): split, each part would reach into the others' internals.
 """
 
 from __future__ import annotations
@@ -373,7 +375,8 @@ class Pipeline:
                 continue
             by_name = {c.name: c for c in plan.table.columns}
             groups = list(proposers)
-            if self.settings.judge_add_waves:
+            # (a pipeline composed without a reranker checks in table order)
+            if self.settings.judge_add_waves and self.reranker is not None:
                 ranked = self.reranker.rank_many(
                     [g.name for g in groups], list(by_name), len(by_name)
                 )
@@ -437,6 +440,8 @@ class Pipeline:
         whole judge batches with a check before each (scores do not depend on the chunking:
         the judge pads its batches to a canonical shape and caches)."""
         keys = list(pairs)
+        if not keys:
+            return {}
         judged = [key.judge_pair() for key in keys]
         if should_stop is None:
             return dict(zip(keys, self.judge_model.entail(judged, reverse=reverse), strict=True))

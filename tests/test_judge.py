@@ -129,6 +129,10 @@ def test_entailment_logits_are_cached_and_the_same_bytes(checkpoint: Path) -> No
     assert runs == [1]  # only the new pair reached the model
     assert again[:2].tobytes() == first[:2].tobytes()
     assert again[2] == pytest.approx(float(run(["x"], ["y"])[0, model.entailment_index]))
+    BidirectionalJudge(model).clear_cache()  # the judge's clear_cache clears the model's too
+    runs.clear()
+    model.entailment_logits(premises, hypotheses)
+    assert runs == [3]
 
 
 def test_checkpoint_without_entailment_label_is_refused(tmp_path: Path) -> None:
@@ -195,7 +199,7 @@ def test_pair_encoder_gives_the_tokenizers_own_ids(checkpoint: Path) -> None:
 
     from transformers import AutoTokenizer
 
-    from cta.judge.nli import PairEncoder
+    from cta.judge.batching import PairEncoder
 
     tokenizer = AutoTokenizer.from_pretrained(str(checkpoint))
     encoder = PairEncoder(tokenizer, max_length=24, cache_size=50)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from cta.judge.nli import pad_batch
+from cta.judge.batching import pad_batch
 
 Precision = Literal["auto", "fp32", "bf16"]
 
