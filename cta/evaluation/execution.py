@@ -19,7 +19,7 @@ Queries run through :func:`cta.apply.verify.execute` (read-only, interrupted aft
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -30,6 +30,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from cta.apply.verify import ExecutionError, execute
+from cta.lru import LRUCache
 
 Status = Literal["correct", "wrong", "pred_error", "gold_error", "no_prediction"]
 DEFAULT_TIMEOUT = 10.0
@@ -133,23 +134,20 @@ class ExecutionScorer:
     ) -> None:
         self.timeout = timeout
         self.keep_distinct = keep_distinct
-        self._cache: OrderedDict[tuple[str, str], list[tuple[Any, ...]] | ExecutionError] = (
-            OrderedDict()
+        self._cache: LRUCache[tuple[str, str], list[tuple[Any, ...]] | ExecutionError] = (
+            LRUCache(cache_size)
         )
-        self._cache_size = cache_size
 
     def _run(self, db: Path, sql: str) -> list[tuple[Any, ...]] | ExecutionError:
         key = (str(db), sql)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
+        cached = self._cache.get_many([key])
+        if key in cached:
+            return cached[key]
         try:
             result: list[tuple[Any, ...]] | ExecutionError = execute(db, sql, self.timeout)
         except ExecutionError as exc:
             result = exc
-        self._cache[key] = result
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._cache.put_many([(key, result)])
         return result
 
     def prepare(self, sql: str) -> str:

@@ -9,13 +9,13 @@ canonical batches that make a pair's score independent of its company.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from cta.lru import LRUCache
 
 if TYPE_CHECKING:
     import torch
@@ -173,8 +173,7 @@ class PairEncoder:
         self.max_length = max_length
         self.cache_size = cache_size
         self.template = PairTemplate.learn(tokenizer)
-        self._ids: OrderedDict[str, tuple[int, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._ids: LRUCache[str, tuple[int, ...]] = LRUCache(cache_size)
 
     def encode(
         self, premises: Sequence[str], hypotheses: Sequence[str]
@@ -204,19 +203,11 @@ class PairEncoder:
 
     def _text_ids(self, texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
         distinct = list(dict.fromkeys(texts))
-        found: dict[str, tuple[int, ...]] = {}
-        with self._lock:
-            for text in distinct:
-                if text in self._ids:
-                    self._ids.move_to_end(text)
-                    found[text] = self._ids[text]
+        found = self._ids.get_many(distinct)
         missing = [t for t in distinct if t not in found]
         if missing:
             encoded = self.tokenizer(missing, add_special_tokens=False)["input_ids"]
-            with self._lock:
-                for text, ids in zip(missing, encoded, strict=True):
-                    found[text] = self._ids[text] = tuple(ids)
-                    self._ids.move_to_end(text)
-                while len(self._ids) > self.cache_size:
-                    self._ids.popitem(last=False)
+            fresh = {text: tuple(ids) for text, ids in zip(missing, encoded, strict=True)}
+            self._ids.put_many(fresh.items())
+            found.update(fresh)
         return found

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from cta.judge.batching import (
     canonical_batches,
     pad_batch,
 )
+from cta.lru import LRUCache
 from cta.registry import register
 from cta.settings import Settings
 from cta.table import InvalidTableError, NamedColumn
@@ -166,8 +166,7 @@ class HFEntailmentModel:
         self.pairs = PairEncoder(self.tokenizer, max_length)
         # One forward at a time: concurrent callers would only fight for the same cores.
         self._lock = threading.Lock()
-        self._logit_cache: OrderedDict[tuple[str, str], float] = OrderedDict()
-        self._logit_lock = threading.Lock()
+        self._logits: LRUCache[tuple[str, str], float] = LRUCache(LOGIT_CACHE_SIZE)
 
     def logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """Raw classifier logits ``(n, n_labels)``, in the order of the inputs."""
@@ -201,27 +200,19 @@ class HFEntailmentModel:
         own cache holds probabilities, not logits. A pair's logits do not depend on its
         batch (canonical shapes), so a cached value is the bytes a new run would give."""
         keys = list(zip(premises, hypotheses, strict=True))
-        out = np.zeros(len(keys), dtype=np.float32)
-        with self._logit_lock:
-            known = {k: self._logit_cache[k] for k in dict.fromkeys(keys) if k in self._logit_cache}
-            for k in known:
-                self._logit_cache.move_to_end(k)
+        known = self._logits.get_many(dict.fromkeys(keys))
         missing = [k for k in dict.fromkeys(keys) if k not in known]
         if missing:
             fresh = self.logits([p for p, _ in missing], [h for _, h in missing])
-            with self._logit_lock:
-                for k, row in zip(missing, fresh[:, self.entailment_index], strict=True):
-                    known[k] = self._logit_cache[k] = float(row)
-                while len(self._logit_cache) > LOGIT_CACHE_SIZE:
-                    self._logit_cache.popitem(last=False)
-        for i, k in enumerate(keys):
-            out[i] = known[k]
-        return out
+            rows = fresh[:, self.entailment_index]
+            new = {k: float(row) for k, row in zip(missing, rows, strict=True)}
+            self._logits.put_many(new.items())
+            known.update(new)
+        return np.array([known[k] for k in keys], dtype=np.float32)
 
     def clear_cache(self) -> None:
         """Forget the cached entailment logits."""
-        with self._logit_lock:
-            self._logit_cache.clear()
+        self._logits.clear()
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """P(entailment | premise ⇒ hypothesis), softmax over all labels; shape ``(n,)``."""
@@ -356,7 +347,7 @@ class BidirectionalJudge:
         self.cache_size = cache_size
         self.batch_size = batch_size
         self.stats = JudgeStats()
-        self._cache: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._cache: LRUCache[tuple[str, str], float] = LRUCache(cache_size)
         self._lock = threading.Lock()
 
     def text(self, entity: str | None, column: JudgeColumn) -> str:
@@ -394,12 +385,8 @@ class BidirectionalJudge:
         """Scores of directed (premise, hypothesis) texts: cached ones, the rest from the model."""
         # Unique directed texts in first-seen order, so model calls are reproducible.
         unique = list(dict.fromkeys(keys))
-        scores: dict[tuple[str, str], float] = {}
+        scores = self._cache.get_many(unique)
         with self._lock:
-            for key in unique:
-                if key in self._cache:
-                    self._cache.move_to_end(key)
-                    scores[key] = self._cache[key]
             self.stats.pairs_requested += requested
             self.stats.unique_directed += len(unique)
             self.stats.cache_hits += len(scores)
@@ -416,18 +403,10 @@ class BidirectionalJudge:
                 self.stats.model_pairs += len(chunk)
                 self.stats.model_calls += 1
                 self.stats.model_seconds += elapsed
-                for key, value in zip(chunk, values, strict=True):
-                    scores[key] = value
-                    self._remember(key, value)
+            fresh = dict(zip(chunk, values, strict=True))
+            self._cache.put_many(fresh.items())
+            scores.update(fresh)
         return scores
-
-    def _remember(self, key: tuple[str, str], value: float) -> None:
-        if self.cache_size == 0:
-            return
-        self._cache[key] = value
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
 
     def reset_stats(self) -> None:
         with self._lock:
@@ -436,8 +415,7 @@ class BidirectionalJudge:
     def clear_cache(self) -> None:
         """Forget every cached score, the model's own caches (entity-prediction logits)
         included, so the next call is measured cold."""
-        with self._lock:
-            self._cache.clear()
+        self._cache.clear()
         clear = getattr(self.model, "clear_cache", None)
         if callable(clear):
             clear()
