@@ -23,14 +23,13 @@ import argparse
 import json
 import random
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cta.judge.nli import DEFAULT_TEMPLATE, HFEntailmentModel, render
+from cta.judge.nli import DEFAULT_TEMPLATE, HFEntailmentModel, quantise_int8, render
 from cta.settings import get_settings
 from cta.table import Table
 
@@ -66,23 +65,8 @@ def judge_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str]]:
 
 
 def _quantised(model: Any, keep: Callable[[str], bool], per_channel: bool) -> Any:
-    import copy
-
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from torch.ao.quantization import (
-            default_dynamic_qconfig,
-            per_channel_dynamic_qconfig,
-            quantize_dynamic,
-        )
-
-        qconfig = per_channel_dynamic_qconfig if per_channel else default_dynamic_qconfig
-        names = {n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and keep(n)}
-        return quantize_dynamic(
-            copy.deepcopy(model), {n: qconfig for n in names}, dtype=torch.qint8
-        )
+    """A quantised copy of ``model`` (the product's :func:`quantise_int8`, other layers)."""
+    return quantise_int8(model, keep, per_channel)
 
 
 def _time_forward(judge: HFEntailmentModel, premises: list[str], hypotheses: list[str]) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,24 +86,35 @@ def render(template: str, entity: str | None, column: str, type_: str) -> str:
 LOGIT_CACHE_SIZE = 20_000
 
 
-def quantise_int8(model: torch.nn.Module) -> torch.nn.Module:
-    """``model`` with the linear layers of its encoder dynamically quantised to int8 (weights
-    int8 per output channel, activations quantised per batch); the classifier head stays
-    fp32. torch's eager ``quantize_dynamic`` warns that it is deprecated: the warning is
-    silenced here, the README names the replacement (torchao) for when it goes."""
+def quantise_int8(
+    model: torch.nn.Module,
+    layers: Callable[[str], bool] | None = None,
+    per_channel: bool = True,
+) -> torch.nn.Module:
+    """A copy of ``model`` with linear layers dynamically quantised to int8 (weights int8,
+    per output channel unless told, activations quantised per batch): those whose names
+    ``layers`` accepts, by default the transformer blocks' (the classifier head stays fp32).
+    torch's eager ``quantize_dynamic`` warns that it is deprecated: the warning is silenced
+    here, the README names the replacement (torchao) for when it goes."""
     import torch
 
+    keep = layers or _quantised_layer
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+        from torch.ao.quantization import (
+            default_dynamic_qconfig,
+            per_channel_dynamic_qconfig,
+            quantize_dynamic,
+        )
 
+        qconfig = per_channel_dynamic_qconfig if per_channel else default_dynamic_qconfig
         names = {
             name
             for name, module in model.named_modules()
-            if isinstance(module, torch.nn.Linear) and _quantised_layer(name)
+            if isinstance(module, torch.nn.Linear) and keep(name)
         }
         quantised: torch.nn.Module = quantize_dynamic(
-            model, {name: per_channel_dynamic_qconfig for name in names}, dtype=torch.qint8
+            model, {name: qconfig for name in names}, dtype=torch.qint8
         )
     return quantised
 
