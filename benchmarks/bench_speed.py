@@ -153,7 +153,23 @@ def device_info(judge: BidirectionalJudge) -> dict[str, Any]:
     }
     if device.startswith("cuda"):
         info["gpu"] = torch.cuda.get_device_name(0)
+    else:
+        from cta.devices import cpu_features
+
+        info["cpu"] = _cpu_model()
+        info["cpu_features"] = cpu_features()
     return info
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="ignore") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 Verdict = tuple[str, str, str, str]

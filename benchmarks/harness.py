@@ -228,6 +228,9 @@ def _device_words(d: dict[str, Any] | None) -> str:
     if not d:
         return "CPU, fp32"
     where = d.get("gpu") or d["device"].upper()
+    if d.get("cpu"):
+        features = ", ".join(d.get("cpu_features") or []) or "no AVX2"
+        where = f"{where} ({d['cpu']}; {features})"
     return f"{where}, judge {d['precision']} in batches of {d['batch_size']}"
 
 

@@ -280,6 +280,7 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
     scores = judge.score(pairs)
     mins = np.array([min(s) for s in scores])
     labels = np.array(kinds)
+    association = np.array(judge.association(pairs))
     every_all = iter(every)
     every_flags = [next(every_all) if k == "add" else False for k in kinds]
     core = [i for i, k in enumerate(kinds) if k != "neither"]
@@ -300,7 +301,94 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
             if k == "neither"
         ),
     }
+    if not np.isnan(association).all():
+        out["auroc_associated_vs_neither"] = round(
+            auroc(association[labels == "add"], association[labels == "neither"]), 4
+        )
+        out["association_calibration"] = association_calibration(
+            association[labels == "add"], association[labels == "neither"], settings
+        )
     return out
+
+
+# The ADVETA paper's own worked examples (Figure 1, §2.2–2.3, Figure 3): evaluation only.
+PAPER_CASES: list[tuple[str, str, str, str, str]] = [
+    ("rpl", "student", "citizenship", "nationality", "text"),
+    ("rpl", "student", "height", "tallness", "number"),
+    ("rpl", "person", "first name", "given name", "text"),
+    ("rpl", "episode", "written by", "author", "text"),
+    ("rpl", "contact", "cell number", "tel.", "text"),
+    ("rpl", "episode", "air date", "release time", "time"),
+    ("add", "student", "student name", "instructor name", "text"),
+    ("add", "student", "score", "grade", "number"),
+    ("add", "company", "sales", "profits", "number"),
+    ("add", "book", "author", "editor", "text"),
+]
+
+
+def paper_cases(judge: BidirectionalJudge, settings: Settings) -> list[dict[str, Any]]:
+    """Each paper case with e1, e2, association and the single-pair verdict."""
+    from cta.judge.decide import DecisionRule
+
+    rule = DecisionRule.from_settings(settings)
+    pairs = [
+        JudgePair(
+            entity=entity,
+            target=JudgeColumn(name=target, type=type_),
+            candidate=JudgeColumn(name=candidate, type=type_),
+        )
+        for _, entity, target, candidate, type_ in PAPER_CASES
+    ]
+    out = []
+    for (kind, entity, target, candidate, type_), (e1, e2), assoc in zip(
+        PAPER_CASES, judge.score(pairs), judge.association(pairs), strict=True
+    ):
+        verdict = rule.verdict(e1, e2)
+        if verdict == "ADD" and not rule.is_associated(assoc):
+            verdict = "NONE"
+        out.append(
+            {
+                "kind": kind,
+                "entity": entity,
+                "target": target,
+                "candidate": candidate,
+                "type": type_,
+                "e1": round(e1, 4),
+                "e2": round(e2, 4),
+                "association": round(assoc, 4),
+                "verdict": verdict,
+                "agrees": verdict == kind.upper(),
+            }
+        )
+    return out
+
+
+def association_calibration(
+    associated: np.ndarray, neither: np.ndarray, settings: Settings, precision: float = 0.75
+) -> dict[str, Any]:
+    """Where the ADD association threshold lies on the annotations dev split: per threshold,
+    the share of passing names that are *associated* (precision) and of associated names that
+    pass (recall); ``calibrated``: the lowest threshold whose precision reaches ``precision``
+    (the setting ``add_association`` is that value, rounded to 0.05)."""
+    grid = [round(t, 2) for t in np.arange(0.05, 0.96, 0.05)]
+    rows = []
+    for t in grid:
+        tp = int((associated >= t).sum())
+        fp = int((neither >= t).sum())
+        rows.append(
+            {
+                "threshold": t,
+                "precision": round(tp / (tp + fp), 4) if tp + fp else None,
+                "recall": round(tp / len(associated), 4),
+            }
+        )
+    reached = [r["threshold"] for r in rows if r["precision"] is not None and r["precision"] >= precision]
+    return {
+        "target_precision": precision,
+        "calibrated": min(reached) if reached else None,
+        "setting": settings.add_association,
+        "grid": rows,
+    }
 
 
 def throughput(
@@ -428,6 +516,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scoring_seconds": round(scoring_seconds, 2),
     }
     result["baseline"] = cosine_baseline(pairs, kinds, settings.judge_template)
+    association = np.array(judge.association(pairs))
+    if settings.add_association is not None and not np.isnan(association).all():
+        passing = association >= settings.add_association
+        result["association"] = {
+            "threshold": settings.add_association,
+            "human_add_associated": round(float(passing[~is_rpl_pair].mean()), 4),
+            "human_rpl_associated": round(float(passing[is_rpl_pair].mean()), 4),
+            "auroc_add_vs_rpl": round(
+                auroc(association[~is_rpl_pair], association[is_rpl_pair]), 4
+            ),
+        }
+    result["paper_cases"] = paper_cases(judge, settings)
     result["annotations_dev"] = annotations_dev(judge, settings)
     if not args.no_overlap:
         seen = training_overlap(Path(model_path), pairs)

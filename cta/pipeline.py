@@ -35,7 +35,14 @@ from cta.context import primary_entity as find_primary_entity
 from cta.judge.decide import DecisionRule, SameMeaning, is_new_column
 from cta.judge.nli import JudgePair
 from cta.judge.protocol import Judge
-from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
+from cta.names import (
+    MAX_ADD_WORDS,
+    NameStyle,
+    is_natural_name,
+    name_type,
+    restyle,
+    table_style,
+)
 from cta.pool import natural_pool
 from cta.results import (
     Candidate,
@@ -72,15 +79,17 @@ def estimate_pairs(table: Table, settings: Settings) -> int:
     With ``k = rerank_top_k`` as the bound of candidates per column and kind, ``T`` target
     columns and ``C`` columns: pass 1 judges each target's RPL and ADD candidates (``2k``)
     in both directions, ``T · 2k · 2``; pass 2 judges each ADD candidate against every other
-    column, ``T · k · (C − 1)`` (its reverse direction only runs for the few candidates no
+    column, ``T · k · (C − 1)`` — with the association rule only the ``add_association_top_k``
+    best of them, ``T · min(k, K) · (C − 1)`` — (its reverse direction only runs for the few candidates no
     other column ruled out, which this forward bound already over-counts by far). The real
     count is usually well below (e1 settles most pairs, the judge's cache answers repeats),
     so the service measures its drain rate in these estimated pairs.
     """
     k = settings.rerank_top_k
+    checked = k if settings.add_association is None else min(k, settings.add_association_top_k)
     targets = len(table.targets())
     columns = len(table.columns)
-    return targets * 2 * k * 2 + targets * k * max(0, columns - 1)
+    return targets * 2 * k * 2 + targets * checked * max(0, columns - 1)
 
 
 class PerturbOptions(BaseModel):
@@ -315,31 +324,75 @@ class Pipeline:
 
         # Pass 1: every candidate's e1 against its own target column (RPL, and the first
         # column of the ADD check), batched over all tables; e2 only where it can still make
-        # the pair RPL (min: e1 ≥ 0.65). Dicts as ordered sets: the judge's batches follow
+        # the pair RPL (min: e1 ≥ 0.65) or, with the association rule, where it can still
+        # pass ADD against its target. Dicts as ordered sets: the judge's batches follow
         # the order pairs were first met. A name may be both a rename and a new column (as a
         # rename it has the column's type, as a new column its own): the pair's types tell.
+        # One forward pass gives P(entailment) and P(neutral) (association) together.
         first = dict.fromkeys(
             PairKey.of(plan.entity, target, cand)
             for plan in plans
             for target in plan.table.targets()
             for cand in [*plan.rpl[target.name], *plan.add[target.name]]
         )
-        forward = self._entail(first, should_stop=should_stop)
+        forward = self._probabilities(first, should_stop=should_stop)
+        associating = rule.add_association is not None
         backward_needed = dict.fromkeys(
             key
             for plan in plans
             for target in plan.table.targets()
             for key in (PairKey.of(plan.entity, target, c) for c in plan.rpl[target.name])
-            if rule.rpl_possible(forward[key])
+            if rule.rpl_possible(forward[key][0])
         )
-        backward = self._entail(backward_needed, reverse=True, should_stop=should_stop)
+        # Association is asked of the candidate in its target's type: whether a name belongs
+        # beside a column is not a question of types (and a judge reads a type change alone as
+        # "another column"). Its pairs join pass 1 where e1 leaves the candidate a chance.
+        add_keys: dict[PairKey, PairKey] = {}
+        if associating:
+            add_keys = {
+                key: key._replace(candidate_type=key.column_type)
+                for plan in plans
+                for target in plan.table.targets()
+                for key in (PairKey.of(plan.entity, target, c) for c in plan.add[target.name])
+                if rule.add_possible(forward[key][0])
+            }
+            forward.update(
+                self._probabilities(
+                    dict.fromkeys(k for k in add_keys.values() if k not in forward),
+                    should_stop=should_stop,
+                )
+            )
+            backward_needed.update(dict.fromkeys(add_keys))
+            backward_needed.update(dict.fromkeys(add_keys.values()))
+        backward = self._probabilities(backward_needed, reverse=True, should_stop=should_stop)
         scores: dict[PairKey, tuple[float, float | None]] = {
-            key: (forward[key], backward.get(key)) for key in first
+            key: (forward[key][0], backward[key][0] if key in backward else None) for key in first
         }
+        association: dict[PairKey, float] = {}
+        if associating:
+            # Association first: keep, per target, the best add_top_k associated candidates
+            # that are not equivalent to it; only those meet the check against every column.
+            for plan in plans:
+                for target in plan.table.targets():
+                    kept: list[tuple[float, Candidate]] = []
+                    for cand in plan.add[target.name]:
+                        key = PairKey.of(plan.entity, target, cand)
+                        if key not in add_keys:
+                            continue  # e1 alone ruled it out
+                        typed = add_keys[key]
+                        value = (forward[typed][1] + backward[typed][1]) / 2
+                        association[key] = value
+                        if rule.is_add_against(forward[key][0], backward[key][0]) and (
+                            rule.is_associated(value)
+                        ):
+                            kept.append((value, cand))
+                    # most associated first (unknown association, NaN, last), then by name
+                    kept.sort(key=lambda vc: (-(vc[0] if vc[0] == vc[0] else -1.0), vc[1].name))
+                    plan.add[target.name] = [c for _, c in kept[: rule.add_top_k]]
         # Pass 2: the ADD check, every candidate against every column of its table.
         new_columns = self._check_adds(plans, rule, scores, should_stop)
         return [
-            self._decide(p, plan, options, rule, scores, new_columns)
+            self._decide(p, plan, options, rule, scores, new_columns, association)
             for p, plan in enumerate(plans)
         ]
 
@@ -429,6 +482,27 @@ class Pipeline:
                 scores[k] = (known_e1[k], known_e2[k])
         return alive
 
+    def _probabilities(
+        self,
+        pairs: Iterable[PairKey],
+        reverse: bool = False,
+        should_stop: StopCheck | None = None,
+    ) -> dict[PairKey, tuple[float, float]]:
+        """:meth:`_entail` with P(neutral) beside P(entailment) (one forward pass)."""
+        keys = list(pairs)
+        if not keys:
+            return {}
+        judged = [key.judge_pair() for key in keys]
+        chunk = len(judged) if should_stop is None else self._stop_chunk()
+        scores: list[tuple[float, float]] = []
+        for start in range(0, len(judged), chunk):
+            _check_stop(should_stop)
+            scores += self.judge_model.probabilities(judged[start : start + chunk], reverse=reverse)
+        return dict(zip(keys, scores, strict=True))
+
+    def _stop_chunk(self) -> int:
+        return max(1, self.settings.judge_batch_size) * _STOP_CHUNK_BATCHES
+
     def _entail(
         self,
         pairs: Iterable[PairKey],
@@ -445,7 +519,7 @@ class Pipeline:
         judged = [key.judge_pair() for key in keys]
         if should_stop is None:
             return dict(zip(keys, self.judge_model.entail(judged, reverse=reverse), strict=True))
-        chunk = max(1, self.settings.judge_batch_size) * _STOP_CHUNK_BATCHES
+        chunk = self._stop_chunk()
         scores: list[float] = []
         for start in range(0, len(judged), chunk):
             _check_stop(should_stop)
@@ -466,6 +540,7 @@ class Pipeline:
                 c
                 for c in _union(col.associated, col.retrieved)
                 if name_key(c.name) not in own
+                and (c.source != "retriever" or len(name_key(c.name).split()) <= MAX_ADD_WORDS)
                 and is_new_column(c.name, names, entity, same_meaning)
             ]
         if self.add_source is not None:
@@ -483,6 +558,7 @@ class Pipeline:
         rule: DecisionRule,
         scores: dict[PairKey, tuple[float, float | None]],
         new_columns: set[_AddKey],
+        association: dict[PairKey, float],
     ) -> PerturbationResult:
         columns = []
         limit = options.max_candidates
@@ -496,10 +572,12 @@ class Pipeline:
             add: list[Decision] = []
             for cand in plan.add[target.name]:
                 if _AddKey(p, cand.name, cand.type) in new_columns:
-                    e1, e2 = scores[PairKey.of(plan.entity, target, cand)]
+                    key = PairKey.of(plan.entity, target, cand)
+                    e1, e2 = scores[key]
                     if e2 is not None:  # always: every column's pair was scored both ways
-                        add.append(_decision(cand, e1, e2))
-            # RPL: most mutually entailed first; ADD: keep the reranker's association order.
+                        add.append(_decision(cand, e1, e2, association.get(key)))
+            # RPL: most mutually entailed first; ADD: most associated first (pass 1 sorted
+            # them), or the reranker's order under the paper's rule.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
             columns.append(
                 ColumnPerturbations(
@@ -528,12 +606,23 @@ class Pipeline:
         rpl_threshold: float | None = None,
         add_threshold: float | None = None,
     ) -> list[JudgeScore]:
-        """Score pairs both ways; the verdict applies both thresholds to each single pair."""
+        """Score pairs both ways; the verdict applies both thresholds to each single pair
+        (and, for ADD, the association threshold: the candidate belongs beside the target)."""
         rule = DecisionRule.from_settings(self.settings, rpl_threshold, add_threshold)
-        return [
-            JudgeScore(e1=e1, e2=e2, verdict=rule.verdict(e1, e2))
-            for e1, e2 in self.judge_model.score(pairs)
-        ]
+        forward = self.judge_model.probabilities(pairs)
+        backward = self.judge_model.probabilities(pairs, reverse=True)
+        out = []
+        for (e1, n1), (e2, n2) in zip(forward, backward, strict=True):
+            association = (n1 + n2) / 2
+            out.append(
+                JudgeScore(
+                    e1=e1,
+                    e2=e2,
+                    association=None if association != association else round(association, 6),
+                    verdict=rule.verdict(e1, e2, association),
+                )
+            )
+        return out
 
     def equivalent(self, pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
         """Is each (entity, name, other name) pair an RPL pair (both directions, RPL rule)?
@@ -591,12 +680,15 @@ class PairKey(NamedTuple):
         )
 
 
-def _decision(cand: Candidate, e1: float, e2: float) -> Decision:
+def _decision(
+    cand: Candidate, e1: float, e2: float, association: float | None = None
+) -> Decision:
     return Decision(
         name=cand.name,
         type=cand.type,
         e1=round(float(e1), 6),
         e2=round(float(e2), 6),
+        association=None if association is None else round(float(association), 6),
         source=cand.source,
         provenance=cand.provenance,
     )

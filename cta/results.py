@@ -58,6 +58,8 @@ class Decision(BaseModel):
     type: ColumnType = ColumnType.TEXT
     e1: float
     e2: float
+    # ADD: mean P(neutral) both ways against the target (None: RPL, or the paper's ADD rule)
+    association: float | None = None
     source: Source
     provenance: str = ""
 
@@ -101,4 +103,6 @@ class JudgeScore(BaseModel):
 
     e1: float
     e2: float
+    # mean P(neutral) both ways (None for a judge without a neutral class)
+    association: float | None = None
     verdict: Verdict

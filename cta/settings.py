@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,6 +24,11 @@ def _default_home() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
     return base / "cta"
+
+
+# The association threshold of the shipped judge, calibrated on the annotations dev split
+# (models/judge/README.md, benchmarks/results/judge.json "association_calibration").
+ADD_ASSOCIATION_DEFAULT = 0.5
 
 
 class Settings(BaseSettings):
@@ -50,8 +55,10 @@ class Settings(BaseSettings):
     encoder_path: str | None = Field(
         default=None, description="Local path/hub name of the encoder (minilm: shipped package)"
     )
-    encoder_precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
-        default="auto", description="Encoder inference: auto = bf16 on CUDA, fp32 on the CPU"
+    encoder_precision: Literal["auto", "fastest", "fp32", "bf16", "fp16"] = Field(
+        default="auto",
+        description="Encoder inference: auto = bf16 on CUDA, fp32 on the CPU; fastest = bf16 "
+        "where the CPU has bfloat16 instructions",
     )
     index_dir: Path | None = Field(
         default=None, description="FAISS index dir (default: home/index)"
@@ -124,7 +131,8 @@ class Settings(BaseSettings):
         description="Judge implementation (hf-nli: any HF sequence-classification NLI checkpoint)",
     )
     judge_model: str | None = Field(
-        default=None, description="NLI checkpoint path or hub name (default: home/judge)"
+        default=None,
+        description="NLI checkpoint path or hub name (default: the shipped judge, models/judge)",
     )
     judge_template: str = Field(
         default="{entity} {column} ({type})",
@@ -136,10 +144,11 @@ class Settings(BaseSettings):
     judge_gpu_batch_size: int = Field(
         default=1024, ge=1, description="Pairs per forward pass of the judge on CUDA"
     )
-    judge_precision: Literal["auto", "fp32", "bf16", "fp16", "int8"] = Field(
+    judge_precision: Literal["auto", "fastest", "fp32", "bf16", "fp16", "int8"] = Field(
         default="auto",
-        description="Judge inference: auto = bf16 autocast on CUDA, fp32 on the CPU; "
-        "int8 = dynamic quantisation of the judge's linear layers (CPU option, see README)",
+        description="Judge inference: auto = bf16 autocast on CUDA, fp32 (the reference) on "
+        "the CPU; fastest = bf16 where the CPU has bfloat16 instructions, else int8 with its "
+        "fp32 re-check; int8 = dynamic quantisation of the linear layers (CPU, see README)",
     )
     judge_recheck_margin: float = Field(
         default=0.1,
@@ -162,6 +171,20 @@ class Settings(BaseSettings):
     )
     add_threshold: float = Field(
         default=0.45, description="ADD if max(e1, e2) ≤ this against every column (paper: 0.45)"
+    )
+    add_association: float | None = Field(
+        default=ADD_ASSOCIATION_DEFAULT,
+        ge=0,
+        le=1,
+        description="ADD also needs association with its target ≥ this: mean P(neutral) both "
+        "ways of a three-way judge (chosen on the annotations dev split); none = the paper's "
+        "rule alone",
+    )
+    add_association_top_k: int = Field(
+        default=8,
+        ge=1,
+        description="ADD names kept per column, most associated first, before the check "
+        "against every column",
     )
     rpl_aggregation: Literal["min", "mean", "max"] = Field(
         default="min", description="How e1, e2 combine for RPL (paper: min ≥ threshold)"
@@ -208,7 +231,16 @@ class Settings(BaseSettings):
     judge_train_annotation_repeats: int = Field(
         default=1, ge=1, description="Copies of the annotated pairs (weight vs lexical pairs)"
     )
+    judge_train_labels: Literal["three-way", "three-way-human", "two-way"] = Field(
+        default="three-way",
+        description="three-way: equivalent/associated/neither → entailment/neutral/contradiction "
+        "(co-occurring columns count as associated); three-way-human: only human 'associated' "
+        "judgements are neutral; two-way: associated and neither both neutral (paper rule only)",
+    )
     judge_train_epochs: float = Field(default=1.0, gt=0, description="Epochs over the pairs")
+    judge_train_stop_after_epochs: float | None = Field(
+        default=None, gt=0, description="Stop after this many epochs of the schedule (None: all)"
+    )
     judge_train_batch_size: int = Field(default=32, ge=1, description="Pairs per training step")
     judge_train_learning_rate: float = Field(default=5e-5, gt=0, description="AdamW peak rate")
     judge_train_precision: Literal["auto", "fp32", "bf16"] = Field(
@@ -234,12 +266,20 @@ class Settings(BaseSettings):
         description="Zero-shot TPE hypothesis over the 48 entity classes",
     )
 
+    @field_validator("add_association", mode="before")
+    @classmethod
+    def _association_off(cls, value: object) -> object:
+        """``CTA_ADD_ASSOCIATION=none`` (or empty): the paper's ADD rule alone."""
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "null"):
+            return None
+        return value
+
     # -- derived paths (one place) --------------------------------------------------------
     def resolved_index_dir(self) -> Path:
         return self.index_dir or self.home / "index"
 
     def resolved_judge_model(self) -> str:
-        return self.judge_model or str(self.home / "judge")
+        return self.judge_model or str(SHIPPED_JUDGE)
 
     def resolved_vectors_path(self) -> Path:
         if self.vectors_path is not None:
@@ -251,6 +291,10 @@ class Settings(BaseSettings):
 
     def nltk_dir(self) -> Path:
         return self.home / "nltk_data"
+
+
+# The judge shipped in the repository (a model folder with its card and recipe; see its README).
+SHIPPED_JUDGE = Path(__file__).resolve().parents[1] / "models" / "judge"
 
 
 @lru_cache(maxsize=1)

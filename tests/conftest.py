@@ -1,10 +1,11 @@
 """Session fixtures: a tiny but real CTA home (index, vectors, judge, WordNet) built in seconds.
 
-``tiny_home`` is a directory such that ``Settings(home=tiny_home)`` — or ``CTA_HOME=tiny_home``
-in a subprocess — gives a working :meth:`cta.pipeline.Pipeline.from_settings` through the
-product's own code paths: a FAISS index over a small CSV corpus encoded with the shipped
-MiniLM, GloVe vectors retrofitted to WordNet (small vocabulary), and a judge fine-tuned by
-``train_judge`` from a tiny random BERT.
+``tiny_home`` is a directory such that ``Settings(home=tiny_home, judge_model=tiny_judge)`` —
+or ``CTA_HOME=tiny_home CTA_JUDGE_MODEL=tiny_home/judge`` in a subprocess (:func:`tiny_env_vars`)
+— gives a working :meth:`cta.pipeline.Pipeline.from_settings` through the product's own code
+paths: a FAISS index over a small CSV corpus encoded with the shipped MiniLM, GloVe vectors
+retrofitted to WordNet (small vocabulary), and a judge fine-tuned by ``train_judge`` from a
+tiny random BERT (in place of the shipped judge, ``models/judge``).
 """
 
 from __future__ import annotations
@@ -100,6 +101,22 @@ TINY_CORPUS: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+def tiny_judge(home: Path) -> Path:
+    """Where the tiny home keeps its tiny judge (the shipped one is the default elsewhere)."""
+    return home / "judge"
+
+
+def tiny_env_vars(home: Path) -> dict[str, str]:
+    """The variables that point a subprocess at a tiny home and its judge (the paper's ADD
+    rule: the tiny judge's neutral class means nothing; tests of the association rule set
+    their own threshold)."""
+    return {
+        "CTA_HOME": str(home),
+        "CTA_JUDGE_MODEL": str(tiny_judge(home)),
+        "CTA_ADD_ASSOCIATION": "none",
+    }
+
+
 def write_tiny_corpus(root: Path) -> Path:
     """Write :data:`TINY_CORPUS` as CSV files under ``root`` and return it."""
     import csv
@@ -130,7 +147,12 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("tiny")
     home = work / "home"
     # Judge training reads a tiny annotations directory (the real one trains for minutes).
-    settings = Settings(home=home, annotations_dir=write_tiny_annotations(work / "annotations"))
+    settings = Settings(
+        home=home,
+        annotations_dir=write_tiny_annotations(work / "annotations"),
+        judge_model=str(tiny_judge(home)),
+        judge_train_batch_size=16,
+    )
     corpus = write_tiny_corpus(work / "corpus")
 
     wordnet = load_wordnet(settings)
@@ -142,7 +164,7 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
     base = tiny_checkpoint(work / "base", {0: "contradiction", 1: "entailment", 2: "neutral"})
-    tiny = {"max_examples": 120, "seed": 0, "progress": False, "holdout": [], "batch_size": 16}
+    tiny = {"max_examples": 120, "seed": 0, "progress": False, "holdout": []}
     judge_dir = Path(settings.resolved_judge_model())
     train_judge(judge_dir, settings, base_model=str(base), corpora=[f"csv-dir:{corpus}"], **tiny)
     return home
@@ -152,7 +174,7 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_settings(tiny_home: Path) -> object:
     from cta.settings import Settings
 
-    return Settings(home=tiny_home)
+    return Settings(home=tiny_home, judge_model=str(tiny_judge(tiny_home)), add_association=None)
 
 
 @pytest.fixture(scope="session")
@@ -169,5 +191,5 @@ def tiny_pipeline(tiny_settings: object) -> object:
 def tiny_env(tiny_home: Path) -> Iterator[dict[str, str]]:
     """Environment for a subprocess (``cta serve``, ``cta worker``…) using the tiny home."""
     env = dict(os.environ)
-    env["CTA_HOME"] = str(tiny_home)
+    env.update(tiny_env_vars(tiny_home))
     yield env

@@ -66,7 +66,16 @@ def test_examples_label_every_human_judgement_and_never_use_dev(tmp_path: Path) 
     examples = annotation_examples(tables, load_thesaurus(directory), recipe, seed=0)
     assert examples
     for e in examples:
-        assert e.label == ANNOTATION_RELATIONS[e.relation]
+        assert e.label == recipe.label(e.relation)
+    # three-way: associated → neutral, neither → the third class; two-way keeps both neutral
+    by_relation = {e.relation: e.label for e in examples}
+    assert by_relation["annotated-associated"] == "neutral"
+    assert by_relation["annotated-neither"] == "contradiction"
+    two_way = annotation_examples(
+        tables, load_thesaurus(directory), replace(recipe, scheme="two-way"), seed=0
+    )
+    assert {e.label for e in two_way if e.relation == "annotated-neither"} == {"neutral"}
+    assert all(e.label == ANNOTATION_RELATIONS[e.relation] for e in two_way)
     pairs = {(e.premise, e.hypothesis, e.label) for e in examples}
     # every judged name of the train tables, in both directions, with its label
     expected = 0
@@ -77,7 +86,7 @@ def test_examples_label_every_human_judgement_and_never_use_dev(tmp_path: Path) 
             for kind, label in (
                 ("equivalent", "entailment"),
                 ("associated", "neutral"),
-                ("neither", "neutral"),
+                ("neither", "contradiction"),
             ):
                 for name in annotation[kind]:
                     a, b = column_words(target), column_words(name)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest import tiny_env_vars
 from service_fakes import PETS, wtq_like_table
 
 from service.client import Client
@@ -153,7 +154,7 @@ def test_cta_serve_with_keys_end_to_end_over_the_stand_in(tmp_path: Path) -> Non
 def test_cta_serve_end_to_end_over_the_real_tiny_pipeline(tmp_path: Path, tiny_home: Path) -> None:
     # The lead's session fixture: a tiny real index, judge, vectors and WordNet.
     jobs_db = f"sqlite:///{tmp_path / 'jobs.sqlite3'}"
-    with cta_serve(tmp_path / "svc", CTA_HOME=str(tiny_home), CTA_DATABASE_URL=jobs_db) as url:
+    with cta_serve(tmp_path / "svc", **tiny_env_vars(tiny_home), CTA_DATABASE_URL=jobs_db) as url:
         _exercise(url, tmp_path)
         with Client(url) as cta:
             # A dataset job: the protocol over one Spider database with the real engine.

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import tiny_env_vars
 from service_fakes import wtq_like_table
 
 from cta.pipeline import PerturbOptions, Pipeline
@@ -34,7 +35,7 @@ def test_worker_process_runs_the_default_pipeline_reproducibly(
 
     run = subprocess.run(
         [str(CTA), "worker", "--exit-when-idle"],
-        env={**os.environ, "CTA_HOME": str(tiny_home), "CTA_DATABASE_URL": url},
+        env={**os.environ, **tiny_env_vars(tiny_home), "CTA_DATABASE_URL": url},
         capture_output=True,
         text=True,
         timeout=300,

@@ -283,7 +283,7 @@ def test_int8_scores_near_a_threshold_are_rechecked_in_fp32(checkpoint: Path) ->
     distance = np.abs(fast - 0.65)
     margin = float(np.median(distance))
     model = entailment_model(
-        settings("int8", margin).model_copy(update={"add_threshold": 0.65}), str(checkpoint)
+        settings("int8", margin).model_copy(update={"add_threshold": 0.65, "add_association": None}), str(checkpoint)
     )
     assert isinstance(model, RecheckedEntailment)
     got = model.entailment(premises, hypotheses)
@@ -404,8 +404,15 @@ def test_add_rule_checks_every_column() -> None:
 # -- registry and CLI ------------------------------------------------------------------------------
 
 
-def test_registered_factory_names_the_fix_when_judge_is_missing(tmp_path: Path) -> None:
-    with pytest.raises(JudgeError, match="cta judge train"):
+def test_registered_factory_names_the_fix_when_judge_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(JudgeError, match="cannot load NLI checkpoint"):
+        registry.create("judge", "hf-nli", Settings(home=tmp_path, judge_model=str(tmp_path / "x")))
+    # the default is the shipped judge: where its folder is missing, the error says how to
+    # retrain it
+    monkeypatch.setattr("cta.settings.SHIPPED_JUDGE", tmp_path / "models" / "judge")
+    with pytest.raises(JudgeError, match="cta judge train --recipe models/judge.recipe.json"):
         registry.create("judge", "hf-nli", Settings(home=tmp_path))
 
 
@@ -459,11 +466,19 @@ def test_cli_judges_json_lines(
 def test_cli_bad_line_names_the_line(
     checkpoint: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stdin = "\n".join([line("song name", "song title"), '{"entity": "x", "target": {"name": "a"}}'])
+    bad = '{"entity": "x", "target": {"name": "a"}}'
+    stdin = "\n".join([line("song name", "song title"), bad, line("age", "years")])
     code, out, err = run_cli(["judge", "--model", str(checkpoint)], stdin, monkeypatch, capsys)
     assert code == 2
-    assert len(out.splitlines()) == 1  # the line before the bad one is answered
-    assert "line 2" in err and "candidate" in err and "Traceback" not in err
+    # every good line is answered, the bad one in its place, and a summary at the end
+    first, middle, last = (json.loads(x) for x in out.splitlines())
+    assert "e1" in first and "e1" in last and middle["line"] == 2 and "candidate" in middle["error"]
+    assert "line 2" in err and "1 of 3 lines failed" in err and "Traceback" not in err
+    # --fail-fast: stop at the first bad line, the lines before it answered
+    code, out, err = run_cli(
+        ["judge", "--model", str(checkpoint), "--fail-fast"], stdin, monkeypatch, capsys
+    )
+    assert code == 2 and len(out.splitlines()) == 1 and "line 2" in err
     code, _, err = run_cli(["judge", "--model", str(checkpoint)], "not json\n", monkeypatch, capsys)
     assert code == 2 and "line 1: invalid JSON" in err
     code, _, err = run_cli(
@@ -476,10 +491,11 @@ def test_cli_without_a_judge_explains(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("CTA_HOME", str(tmp_path))
+    monkeypatch.setattr("cta.settings.SHIPPED_JUDGE", tmp_path / "models" / "judge")
     get_settings.cache_clear()
     code, _, err = run_cli(["judge"], line("a", "b"), monkeypatch, capsys)
     get_settings.cache_clear()
-    assert code == 1 and "cta judge train" in err
+    assert code == 1 and "cta judge train --recipe" in err
 
 
 def test_column_type_defaults_to_text() -> None:

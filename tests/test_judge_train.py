@@ -11,6 +11,7 @@ import pytest
 from cta.settings import Settings, get_settings
 from cta.table import Column, ColumnType, Table
 from cta.training.supervision import (
+    ASSOCIATED_RELATIONS,
     RELATIONS,
     Lexicon,
     SourceColumn,
@@ -19,6 +20,7 @@ from cta.training.supervision import (
     clean_column,
     from_table,
     question_synonym_pairs,
+    scheme_label,
     table_entity,
 )
 
@@ -129,8 +131,21 @@ def test_supervision_is_deterministic_and_labelled(
     assert first.examples == again.examples
     assert first.examples != other.examples
     labels = Counter(e.label for e in first.examples)
-    assert labels["entailment"] > 50 and labels["neutral"] > 50 and labels["contradiction"] > 0
-    assert all(RELATIONS[e.relation] == e.label for e in first.examples)
+    assert labels["entailment"] > 50 and labels["neutral"] > 20 and labels["contradiction"] > 50
+    assert all(scheme_label(RELATIONS[e.relation], e.relation, "three-way") == e.label for e in first.examples)
+    # three-way: only associated relations are neutral; the junk negatives are the third class
+    neutral = {e.relation for e in first.examples if e.label == "neutral"}
+    assert neutral and neutral <= ASSOCIATED_RELATIONS
+    assert {"unrelated", "spelling", "co-hyponym"} & {
+        e.relation for e in first.examples if e.label == "contradiction"
+    }
+    # two-way (the old mapping, a recipe knob): every non-equivalent pair but antonyms neutral
+    old = build_supervision(sources, lexicon, size=400, seed=1, scheme="two-way")
+    assert all(RELATIONS[e.relation] == e.label for e in old.examples)
+    assert {e.relation for e in old.examples if e.label == "contradiction"} <= {
+        "antonym",
+        "phrase-antonym",
+    }
     assert sum(first.produced.values()) == len(first.examples)
     # No text pair carries two labels.
     seen: dict[tuple[str | None, str, str], str] = {}
@@ -244,7 +259,9 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         (corpus / f"{name}.csv").write_text(f"{header}\n{row}\n")
     base = tiny_checkpoint(tmp_path / "base", {0: "LABEL_0", 1: "LABEL_1"})
     annotations = write_tiny_annotations(tmp_path / "annotations")
-    settings = Settings(home=tmp_path / "home", annotations_dir=annotations)
+    settings = Settings(
+        home=tmp_path / "home", annotations_dir=annotations, judge_train_batch_size=16
+    )
     kwargs = dict(
         base_model=str(base),
         max_examples=120,
@@ -252,14 +269,20 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         progress=False,
         corpora=[f"csv-dir:{corpus}"],
         holdout=[],
-        batch_size=16,
         threads=1,
     )
     out = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
     model = HFEntailmentModel(str(out), device="cpu")
     assert sorted(model.labels) == ["contradiction", "entailment", "neutral"]
     assert model.entailment(["singer name (text)"], ["singer title (text)"]).shape == (1,)
+    both = model.probabilities(["singer name (text)"], ["singer title (text)"])
+    assert both.shape == (1, 2) and 0 <= both[0].sum() <= 1 + 1e-6  # entailment, neutral
+    # stored in fp16 (the shipped judge's storage), computed in fp32
+    config = json.loads((out / "config.json").read_text())
+    assert (config.get("dtype") or config.get("torch_dtype")) == "float16"
+    assert next(model.model.parameters()).dtype == torch.float32
     manifest = json.loads((out / "judge_manifest.json").read_text())
+    assert manifest["labels_scheme"] == "three-way"
     assert manifest["seed"] == 3 and manifest["examples"]["training"] > 0
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".judge")]  # no temp dirs
 

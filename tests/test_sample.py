@@ -102,7 +102,8 @@ def test_add_inserts_after_target_with_plausible_or_null_values() -> None:
     ]
     assert sample.mapping == {"first name": "enrolment date", "age": "weight"}
     weight = sample.table.column_values(4)
-    assert set(weight) <= {20, 21, 19}  # same-typed target: drawn from its cells
+    # same-typed target: within its range (19–21), integers like it
+    assert all(isinstance(v, int) and 19 <= v <= 21 for v in weight)
     dates = sample.table.column_values(2)
     assert all(isinstance(v, str) and len(v) == 10 and v[4] == "-" for v in dates)
     assert sample.table.column("weight").original_name == "weight"
@@ -111,6 +112,17 @@ def test_add_inserts_after_target_with_plausible_or_null_values() -> None:
 
     [nulls] = sample_perturbations(_table(), _result({}, add), "add", k=1, seed=1, values="null")
     assert nulls.table.column_values(4) == [None, None, None]
+
+
+def test_added_text_columns_are_left_empty_not_copied_or_invented() -> None:
+    # "+ last name" beside "first name": no value of the table fits it, so NULL cells — not
+    # the first names copied, not pseudo-words
+    add = {"first name": [_d("last name", ColumnType.TEXT)]}
+    [sample] = sample_perturbations(_table(), _result({}, add), "add", k=1, seed=1)
+    index = sample.table.column_names.index("last name")
+    assert sample.table.column_values(index) == [None, None, None]
+    first = sample.table.column_values(sample.table.column_names.index("first name"))
+    assert first and all(isinstance(v, str) and v for v in first)  # originals kept
 
 
 def test_add_never_duplicates_a_name() -> None:

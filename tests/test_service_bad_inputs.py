@@ -34,13 +34,20 @@ SCRIPT = _script()
 def results(tiny_home: Path) -> dict[str, Any]:
     """Every case on each store (the real pipeline of the tiny home); a store that cannot be
     reached maps to the reason why."""
+    from conftest import tiny_judge
+
     from cta.pipeline import Pipeline
 
-    found: dict[str, Any] = {
-        "sqlite": SCRIPT.run_store("sqlite", Pipeline.from_settings, tiny_home)
-    }
+    def build(settings: Any) -> Pipeline:
+        return Pipeline.from_settings(
+            settings.model_copy(
+                update={"judge_model": str(tiny_judge(tiny_home)), "add_association": None}
+            )
+        )
+
+    found: dict[str, Any] = {"sqlite": SCRIPT.run_store("sqlite", build, tiny_home)}
     reason = SCRIPT.postgres_unreachable()
-    found["postgres"] = reason or SCRIPT.run_store("postgres", Pipeline.from_settings, tiny_home)
+    found["postgres"] = reason or SCRIPT.run_store("postgres", build, tiny_home)
     return found
 
 

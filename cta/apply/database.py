@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from cta.apply.sample import seeded_rng
-from cta.apply.values import generate_value, generate_values
+from cta.apply.values import added_column_values, generate_value
 from cta.table import ColumnType, ForeignKey, ProblemError
 
 __all__ = [
@@ -416,8 +416,9 @@ def perturbed_rows(
 ) -> list[tuple[Any, ...]]:
     """``rows`` of ``table`` under its new column list: carried cells, then added ones.
 
-    Added columns get generated values — seeded from ``seed`` and the table/column names,
-    imitating the template column's cells when the types match — or NULLs.
+    Added columns get generated values (:func:`~cta.apply.values.added_column_values`: seeded
+    from ``seed`` and the table/column names, within the template column's range when the
+    types match, NULL for text) — or NULLs.
     """
     cells: list[list[Any]] = []
     for column in new_columns:
@@ -433,7 +434,7 @@ def perturbed_rows(
                 if table.columns[t].type == column.type:
                     template = [row[t] for row in rows]
             rng = seeded_rng(seed, table.name, column.name, "values")
-            cells.append(generate_values(column.type, len(rows), rng, template))
+            cells.append(added_column_values(column.type, len(rows), rng, template))
     return [tuple(col[r] for col in cells) for r in range(len(rows))]
 
 

@@ -32,7 +32,7 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from cta.apply.values import generate_values
+from cta.apply.values import added_column_values
 from cta.results import Decision, Kind, PerturbationResult, PerturbedTable
 from cta.table import Column, ForeignKey, Table
 
@@ -227,7 +227,7 @@ def _add(
             # Its own stream, so value generation never changes which candidate is drawn.
             rng = seeded_rng(seed, sample, table_key, column.name, "values")
             template = table.column_values(i) if decision.type == column.type else []
-            cells.append(generate_values(decision.type, len(table.rows), rng, template))
+            cells.append(added_column_values(decision.type, len(table.rows), rng, template))
         mapping[column.name] = name
     rows = [[col[r] for col in cells] for r in range(len(table.rows))]
     new_table = table.model_copy(update={"columns": columns, "rows": rows})

@@ -10,8 +10,12 @@ so generation is deliberately simple and fully seeded:
 - ``boolean``: ``0`` / ``1``, SQLite's own convention for truth values;
 - ``others``: short upper-case codes (``K7Q2``).
 
-When a *template* column is given (the ADD target, of the same type), values are drawn from
-its non-null cells instead, so an added "sales" next to "profits" has profit-like magnitudes.
+Cells of an *added* column (:func:`added_column_values`: ADD tables, inserted columns of
+perturbed databases) must fit the new column's name, which these generators cannot know: a
+number is drawn within the range of the column it stands beside (an added "sales" next to
+"profits" has profit-like magnitudes, never the other column's cells copied), a date within
+its dates, a flag 0/1; a text column is left empty (NULL) rather than filled with another
+column's values or invented words — the honest cell when no plausible value can be made.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 from cta.table import ColumnType
 
-__all__ = ["generate_value", "generate_values"]
+__all__ = ["added_column_values", "generate_value"]
 
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "st", "tr")
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea")
@@ -56,18 +60,36 @@ def generate_value(column_type: ColumnType, rng: random.Random, *, decimals: boo
     return " ".join(_pseudo_word(rng) for _ in range(words))
 
 
-def generate_values(
+def added_column_values(
     column_type: ColumnType,
     n: int,
     rng: random.Random,
     template: Sequence[Any] = (),
 ) -> list[Any]:
-    """``n`` plausible values of ``column_type``; drawn from ``template`` cells when it has any.
+    """``n`` cells for a new column of ``column_type`` (see the module docstring).
 
     ``template`` is the column the new one stands next to (only pass it when its type
-    matches): its non-null cells are sampled with replacement.
+    matches): numbers and dates are drawn within its range, never copied from it.
     """
+    if column_type is ColumnType.TEXT:
+        return [None] * n
     pool = [v for v in template if v is not None and v != ""]
-    if pool:
-        return [rng.choice(pool) for _ in range(n)]
+    if column_type is ColumnType.NUMBER:
+        numbers = [v for v in pool if isinstance(v, int | float) and not isinstance(v, bool)]
+        if numbers:
+            low, high = min(numbers), max(numbers)
+            if all(isinstance(v, int) for v in numbers):
+                return [rng.randint(int(low), int(high)) for _ in range(n)]
+            return [round(rng.uniform(low, high), 2) for _ in range(n)]
+    if column_type is ColumnType.TIME:
+        days = sorted(d for d in (_iso_day(v) for v in pool) if d is not None)
+        if days:
+            return [dt.date.fromordinal(rng.randint(days[0], days[-1])).isoformat() for _ in range(n)]
     return [generate_value(column_type, rng) for _ in range(n)]
+
+
+def _iso_day(value: Any) -> int | None:
+    try:
+        return dt.date.fromisoformat(str(value)[:10]).toordinal()
+    except ValueError:
+        return None

@@ -10,6 +10,7 @@ reports each mismatch or error (``verification.json``). Exit status 1 when a che
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,10 +108,17 @@ def _run(args: argparse.Namespace) -> int:
         return error(f"dataset perturb: {exc.message} ({exc.problem})")
     if args.seeds < 1:
         return error("dataset perturb: --seeds must be at least 1")
-    pipeline = Pipeline.from_settings(settings_with_index(args.index))
+    # Loaded on first use: the structural families (shuffle, flatten …) use neither the
+    # judge nor the retriever, so they run without the index, vectors or judge.
+    @functools.cache
+    def pipeline() -> Pipeline:
+        return Pipeline.from_settings(settings_with_index(args.index))
 
     def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
-        return pipeline.perturb_many(tables, PerturbOptions(seed=0))
+        return pipeline().perturb_many(tables, PerturbOptions(seed=0))
+
+    def equivalent(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        return pipeline().equivalent(pairs)
 
     try:
         run = perturb_dataset(
@@ -127,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
             values=args.values,
             synthesis_seed=args.synthesis_seed,
             progress=lambda m: print(f"cta dataset: {m}", file=sys.stderr, flush=True),
-            judge=pipeline.equivalent,
+            judge=equivalent,
         )
     except InvalidTableError as exc:
         return error(f"dataset perturb: invalid input: {exc.message} ({exc.problem})")

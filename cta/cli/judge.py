@@ -7,12 +7,14 @@ Input (stdin), one JSON object per line::
 
 Output (stdout), one line per input line, same order::
 
-    {"e1": 0.97, "e2": 0.95, "verdict": "RPL"}
+    {"e1": 0.97, "e2": 0.95, "association": 0.02, "verdict": "RPL"}
 
 ``verdict`` applies both thresholds to this single pair (ADD here means "not equivalent to this
-column"; the full ADD rule checks every column of a table). Blank lines are ignored. A bad line
-stops the run: every line before it has its output, stderr names the line number and the
-problem, and the exit status is 2 — never a traceback.
+column, and associated with it"; the full ADD rule checks every column of a table).
+``association`` is the mean P(neutral) both ways (absent for a judge without a neutral class).
+Blank lines are ignored. A bad line gets ``{"line": N, "error": "..."}`` in its place and a line
+on stderr, and every other line is scored; at the end, if any line failed, a summary line on
+stderr and exit status 2 — never a traceback. ``--fail-fast`` stops at the first bad line.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from cta.cli._io import error
-from cta.judge.decide import verdict
+from cta.judge.decide import DecisionRule
 from cta.judge.nli import BidirectionalJudge, JudgeError, JudgePair, load_judge
 from cta.settings import Settings, get_settings
 
@@ -54,16 +57,27 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--model", metavar="DIR", help="NLI checkpoint dir or hub name")
     p.add_argument("--batch-size", type=int, metavar="N", help="model batch size (default 64)")
+    p.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first bad line (default: go on)"
+    )
     p.set_defaults(func=_run)
     actions = p.add_subparsers(dest="judge_command", metavar="{train}")
     t = actions.add_parser(
         "train", help="fine-tune the offline judge (WordNet + real-table supervision)"
     )
+    t.add_argument(
+        "--recipe",
+        type=Path,
+        metavar="FILE",
+        help="judge_train_* settings from a recipe file (the shipped judge's: "
+        "models/judge.recipe.json); the options below override it",
+    )
     t.add_argument("--out", type=Path, metavar="DIR", help="output dir (default: CTA home/judge)")
     t.add_argument("--base-model", metavar="PATH", help="encoder to fine-tune (default: MiniLM)")
     t.add_argument("--examples", type=int, metavar="N", help="supervised pairs (default 60000)")
-    t.add_argument("--epochs", type=float, default=1.0)
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=float, metavar="N", help="epochs of the schedule")
+    t.add_argument("--seed", type=int, metavar="N", help="seed of supervision and training")
+    t.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     t.add_argument(
         "--corpus",
         action="append",
@@ -108,48 +122,78 @@ def parse_line(text: str, line: int) -> JudgePair:
     return pair
 
 
-def judge_lines(
-    lines: Iterable[str], judge: BidirectionalJudge, settings: Settings, out: TextIO
-) -> int:
-    """Score JSON lines, writing one result line each; returns the number of pairs judged.
+@dataclass
+class JudgeRun:
+    """What a ``cta judge`` run did: pairs scored and the bad lines it skipped."""
 
-    Raises :class:`JudgeInputError` at the first bad line, after writing the lines before it.
+    scored: int = 0
+    failed: list[JudgeInputError] = field(default_factory=list)
+
+
+def judge_lines(
+    lines: Iterable[str],
+    judge: BidirectionalJudge,
+    settings: Settings,
+    out: TextIO,
+    *,
+    fail_fast: bool = False,
+    errors: TextIO | None = None,
+) -> JudgeRun:
+    """Score JSON lines, writing one result line each, in input order.
+
+    A bad line gets ``{"line": N, "error": "..."}`` in its place (and one line on ``errors``)
+    and the run goes on; with ``fail_fast`` the first bad one raises
+    :class:`JudgeInputError`, after the lines before it are written.
     """
-    pending: list[JudgePair] = []
-    written = 0
+    run = JudgeRun()
+    pending: list[JudgePair | JudgeInputError] = []
     try:
         for number, text in enumerate(lines, start=1):
             if not text.strip():
                 continue
-            pending.append(parse_line(text, number))
+            try:
+                pending.append(parse_line(text, number))
+            except JudgeInputError as exc:
+                if fail_fast:
+                    raise
+                run.failed.append(exc)
+                if errors is not None:
+                    print(f"cta: judge: stdin {exc}", file=errors)
+                pending.append(exc)
             if len(pending) >= CHUNK_LINES:
-                written += _flush(pending, judge, settings, out)
+                run.scored += _flush(pending, judge, settings, out)
     finally:
         # Lines before a bad one are still answered (the error is raised after this).
-        written += _flush(pending, judge, settings, out)
-    return written
+        run.scored += _flush(pending, judge, settings, out)
+    return run
 
 
 def _flush(
-    pending: list[JudgePair], judge: BidirectionalJudge, settings: Settings, out: TextIO
+    pending: list[JudgePair | JudgeInputError],
+    judge: BidirectionalJudge,
+    settings: Settings,
+    out: TextIO,
 ) -> int:
     if not pending:
         return 0
-    scores = judge.score(pending)
-    for e1, e2 in scores:
-        result = verdict(
-            e1,
-            e2,
-            settings.rpl_threshold,
-            settings.add_threshold,
-            settings.rpl_aggregation,
-            settings.add_aggregation,
-        )
-        out.write(json.dumps({"e1": round(e1, 6), "e2": round(e2, 6), "verdict": result}) + "\n")
+    pairs = [p for p in pending if isinstance(p, JudgePair)]
+    rule = DecisionRule.from_settings(settings)
+    forward = iter(judge.probabilities(pairs))
+    backward = iter(judge.probabilities(pairs, reverse=True))
+    for item in pending:
+        if isinstance(item, JudgeInputError):
+            out.write(json.dumps({"line": item.line, "error": item.problem}) + "\n")
+            continue
+        (e1, n1), (e2, n2) = next(forward), next(backward)
+        association = (n1 + n2) / 2
+        record: dict[str, Any] = {"e1": round(e1, 6), "e2": round(e2, 6)}
+        if association == association:  # a judge with a neutral class
+            record["association"] = round(association, 6)
+        record["verdict"] = rule.verdict(e1, e2, association)
+        out.write(json.dumps(record) + "\n")
     out.flush()
-    count = len(pending)
     pending.clear()
-    return count
+    return len(pairs)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -167,25 +211,41 @@ def _run(args: argparse.Namespace) -> int:
         error(f"judge: {exc}")
         return 1
     try:
-        judge_lines(sys.stdin, judge, settings, sys.stdout)
+        run = judge_lines(
+            sys.stdin, judge, settings, sys.stdout, fail_fast=args.fail_fast, errors=sys.stderr
+        )
     except JudgeInputError as exc:
         return error(f"judge: stdin {exc}")
+    if run.failed:
+        first = run.failed[0]
+        return error(
+            f"judge: {len(run.failed)} of {run.scored + len(run.failed)} lines failed "
+            f"(first: line {first.line}: {first.problem}); every other line was scored"
+        )
     return 0
 
 
 def _train(args: argparse.Namespace) -> int:
     # deferred: training code (and its models) loads only for `cta judge train`
     from cta.training import train_judge
+    from cta.training.recipe import RecipeError, recipe_settings
 
     settings = get_settings()
+    if args.recipe is not None:
+        try:
+            settings = recipe_settings(args.recipe, settings)
+        except (RecipeError, ValidationError) as exc:
+            return error(f"judge train: {str(exc).splitlines()[0]}")
+    if args.epochs is not None:
+        settings = settings.model_copy(update={"judge_train_epochs": args.epochs})
     out = args.out or Path(settings.resolved_judge_model())
     path = train_judge(
         out,
         settings,
         base_model=args.base_model,
         max_examples=args.examples,
-        epochs=args.epochs,
         seed=args.seed,
+        device=args.device,
         progress=not args.no_progress,
         corpora=args.corpus,
         holdout=args.holdout,

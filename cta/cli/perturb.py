@@ -2,20 +2,34 @@
 
 On a terminal it prints a summary a person reads (:mod:`cta.cli.render`); with ``--json``,
 ``--format json``, or whenever stdout is not a terminal, the full result as JSON.
+
+A ``.jsonl`` file is a batch, one table per line: one JSON result line per table, in order; a
+bad line gets ``{"line": N, "error": ..., "problem": ...}`` in its place and a line on stderr,
+and every other table is perturbed; at the end, if any line failed, a summary on stderr and
+exit status 2. ``--fail-fast`` stops at the first bad line instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from typing import Any
 
 from pydantic import ValidationError
 
-from cta.cli._io import error, print_json, read_table_or_report, settings_with_index
+from cta.cli._io import (
+    check_input_path,
+    describe_error,
+    error,
+    print_json,
+    read_table_or_report,
+    settings_with_index,
+)
 from cta.cli.render import render_summary
 from cta.pipeline import PerturbOptions, Pipeline
+from cta.table import InvalidTableError, Table
 
 # Widest summary line, whatever the terminal's width.
 MAX_WIDTH = 120
@@ -28,6 +42,11 @@ def register(sub: Any) -> None:
     p.add_argument("--samples", type=int, default=0, help="perturbed tables of each kind")
     p.add_argument("--max-candidates", type=int, default=None)
     p.add_argument("--index", help="index directory (default: the settings' index)")
+    p.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="a .jsonl batch stops at the first bad line (default: record it and go on)",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument(
         "--format",
@@ -57,15 +76,17 @@ def output_format(requested: str | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    table = read_table_or_report(args.table)
-    if table is None:
-        return 2
     try:
         options = PerturbOptions(
             seed=args.seed, samples=args.samples, max_candidates=args.max_candidates
         )
     except ValidationError as exc:
         return error(f"invalid option: {exc.errors()[0]['msg']}")
+    if args.table.endswith(".jsonl"):
+        return _run_batch(args, options)
+    table = read_table_or_report(args.table)
+    if table is None:
+        return 2
     pipeline = Pipeline.from_settings(settings_with_index(args.index))
     result = pipeline.perturb(table, options)
     if output_format(args.format) == "json":
@@ -75,3 +96,74 @@ def _run(args: argparse.Namespace) -> int:
     sys.stdout.write(render_summary(result, table, width=width))
     sys.stdout.write("\nScores (e1, e2) and sources of every name: add --json.\n")
     return 0
+
+
+# Tables perturbed together in a batch (the judge batches their pairs).
+BATCH_TABLES = 16
+
+
+def _run_batch(args: argparse.Namespace, options: PerturbOptions) -> int:
+    """A JSON-lines file of tables: every good line perturbed, every bad one recorded."""
+    try:
+        check_input_path(args.table)
+        handle = open(args.table, encoding="utf-8")  # noqa: SIM115 (closed below)
+    except (InvalidTableError, OSError) as exc:
+        message = exc.message if isinstance(exc, InvalidTableError) else describe_error(exc)
+        return error(f"perturb: {message}")
+    pipeline = Pipeline.from_settings(settings_with_index(args.index))
+    failed: list[tuple[int, str]] = []
+    done = 0
+    pending: list[tuple[int, Table | str]] = []
+
+    def flush() -> None:
+        tables = [t for _, t in pending if isinstance(t, Table)]
+        results = iter(pipeline.perturb_many(tables, options)) if tables else iter(())
+        for number, item in pending:
+            if isinstance(item, Table):
+                line = next(results).model_dump(mode="json")
+            else:
+                line = {"line": number, "error": item}
+            sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        pending.clear()
+
+    with handle:
+        try:
+            for number, text in enumerate(handle, start=1):
+                if not text.strip():
+                    continue
+                try:
+                    pending.append((number, Table.parse(json.loads(text))))
+                    done += 1
+                except (json.JSONDecodeError, InvalidTableError, ValidationError) as exc:
+                    problem = _line_problem(exc)
+                    if args.fail_fast:
+                        flush()
+                        return error(f"perturb: {args.table}: line {number}: {problem}")
+                    failed.append((number, problem))
+                    print(f"cta: perturb: {args.table}: line {number}: {problem}", file=sys.stderr)
+                    pending.append((number, problem))
+                if len(pending) >= BATCH_TABLES:
+                    flush()
+        except UnicodeDecodeError as exc:
+            flush()
+            return error(f"perturb: {args.table}: not UTF-8 text ({exc.reason})")
+        flush()
+    if failed:
+        line, problem = failed[0]
+        return error(
+            f"perturb: {args.table}: {len(failed)} of {done + len(failed)} lines failed "
+            f"(first: line {line}: {problem}); every other table was perturbed"
+        )
+    return 0
+
+
+def _line_problem(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, InvalidTableError):
+        return f"{exc.message} ({exc.problem})"
+    assert isinstance(exc, ValidationError)
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "table"
+    return f"{where}: {first['msg']}"

@@ -1,19 +1,20 @@
 """``cta setup`` — build every offline artefact the defaults need, once, with progress bars.
 
 Order: WordNet (copied from Debian's files) → reranker vectors (GloVe retrofitted to
-WordNet) → the judge (fine-tuned MiniLM cross-encoder) → the dense index over the default
-corpus. Each step is skipped when its artefact already exists (``--force`` rebuilds).
+WordNet) → the dense index over the default corpus. Each step is skipped when its artefact
+already exists (``--force`` rebuilds). The judge is not built here: it ships with the
+repository (``models/judge``, its card and recipe beside it); set-up only checks it loads.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
 from cta import registry
+from cta.cli._io import error
 from cta.settings import get_settings
 from cta.wordnet import prepare_wordnet
 from retriever.index import build_corpus_index, build_from_recipe
@@ -29,7 +30,6 @@ def register(sub: Any) -> None:
         help="corpus for the default index (repeatable; default: indexes/default.yaml)",
     )
     p.add_argument("--force", action="store_true", help="rebuild artefacts that exist")
-    p.add_argument("--skip-judge", action="store_true", help="do not train the judge")
     p.set_defaults(func=_run)
 
 
@@ -48,18 +48,10 @@ def _run(args: argparse.Namespace) -> int:
         vectors.unlink()
     print(f"  vectors: {build_default_vectors(settings, progress=True)}")
 
-    judge_dir = settings.resolved_judge_model()
-    if not args.skip_judge:
-        # deferred: training code (and its models) loads only when a judge is trained
-        from cta.training import train_judge
-
-        path = Path(judge_dir)
-        if args.force and path.exists() and settings.judge_model is None:
-            shutil.rmtree(path)
-        if not path.exists():
-            print("  judge: training the offline NLI judge (one time, about 30 min on 2 CPU cores)")
-            train_judge(path, settings, progress=True)
-        print(f"  judge: {path}")
+    judge = settings.resolved_judge_model()
+    if settings.judge_model is None and not (Path(judge) / "config.json").is_file():
+        return error(f"setup: the shipped judge is missing at {judge} (is this a full clone?)")
+    print(f"  judge: {judge}")
 
     index_dir = settings.resolved_index_dir()
     if args.force or not (index_dir / "manifest.json").exists():

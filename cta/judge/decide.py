@@ -107,6 +107,10 @@ class DecisionRule:
     add_threshold: float = 0.45
     rpl_aggregation: Aggregation = "min"
     add_aggregation: Aggregation = "max"
+    # ADD also needs association with its target ≥ this (None: the paper's rule alone) …
+    add_association: float | None = None
+    # … and keeps the best this many per target column before the check against every column.
+    add_top_k: int | None = None
 
     @classmethod
     def from_settings(
@@ -121,7 +125,18 @@ class DecisionRule:
             add_threshold=settings.add_threshold if add_threshold is None else add_threshold,
             rpl_aggregation=settings.rpl_aggregation,
             add_aggregation=settings.add_aggregation,
+            add_association=settings.add_association,
+            add_top_k=settings.add_association_top_k if settings.add_association is not None else None,
         )
+
+    def is_associated(self, association: float) -> bool:
+        """The ADD rule's second condition: the candidate belongs beside its target.
+
+        Always true under the paper's rule (``add_association`` None) and for a judge without
+        a neutral class (NaN: association unknown, so the paper's rule decides)."""
+        if self.add_association is None or association != association:
+            return True
+        return association >= self.add_association
 
     def is_rpl(self, e1: float, e2: float) -> bool:
         return is_rpl(e1, e2, self.rpl_threshold, self.rpl_aggregation)
@@ -138,8 +153,9 @@ class DecisionRule:
     def passes_add(self, scores_vs_every_column: Sequence[tuple[float, float]]) -> bool:
         return passes_add(scores_vs_every_column, self.add_threshold, self.add_aggregation)
 
-    def verdict(self, e1: float, e2: float) -> Verdict:
-        return verdict(
+    def verdict(self, e1: float, e2: float, association: float = float("nan")) -> Verdict:
+        """The single-pair verdict; ADD also needs :meth:`is_associated` (unknown: NaN)."""
+        found = verdict(
             e1,
             e2,
             self.rpl_threshold,
@@ -147,11 +163,18 @@ class DecisionRule:
             self.rpl_aggregation,
             self.add_aggregation,
         )
+        if found == "ADD" and not self.is_associated(association):
+            return "NONE"
+        return found
 
 
 # -- the lexical ADD guard -----------------------------------------------------------------------
 SameMeaning = Callable[[str, str], bool]
-AddClash = Literal["same_name", "sub_phrase", "entity_phrase", "same_time", "same_meaning"]
+AddClash = Literal[
+    "same_name", "sub_phrase", "entity_phrase", "restated", "same_time", "same_meaning"
+]
+# A column restated in a unit or per something (``price in pounds``, ``weight per unit``).
+_RESTATING = frozenset({"in", "per"})
 # Head words naming when something happened, at a granularity a date subsumes.
 _EVENT_TIME_HEADS = frozenset({"date", "year", "day", "datetime", "timestamp"})
 
@@ -169,6 +192,8 @@ def add_clash(
       a broader name for it (``year`` / ``publication year``, ``date`` / ``date of birth``);
     * ``entity_phrase``: the candidate is the column's name with the table's entity in front
       (``book title`` / ``title`` in a table of books);
+    * ``restated``: the candidate is the column's name with a unit or a rate after it
+      (``price in pounds`` / ``price``, ``speed per hour`` / ``speed``): the same quantity;
     * ``same_time``: both name when the same thing happened (``publication date`` /
       ``publication year``), or the candidate is a bare ``date`` beside such a column;
     * ``same_meaning``: one of ``same_meaning`` (the thesaurus, WordNet's dominant senses)
@@ -186,6 +211,8 @@ def add_clash(
         extra = cand[: len(cand) - len(col)]
         if extra == ent or extra == ent[-len(extra) :]:
             return "entity_phrase"
+    if len(cand) > len(col) + 1 and cand[: len(col)] == col and cand[len(col)] in _RESTATING:
+        return "restated"
     if _same_event_time(cand, col):
         return "same_time"
     if any(knows(candidate, column) for knows in same_meaning):

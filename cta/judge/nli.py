@@ -153,7 +153,8 @@ class HFEntailmentModel:
             raise ValueError("batch sizes must be ≥ 1 and max_length ≥ 8")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-            model = AutoModelForSequenceClassification.from_pretrained(name_or_path)
+            # fp16-stored checkpoints (the shipped judge) are computed in fp32, exactly upcast
+            model = AutoModelForSequenceClassification.from_pretrained(name_or_path).float()
         except OSError as exc:
             raise JudgeError(f"cannot load NLI checkpoint {name_or_path!r}: {exc}") from exc
         id2label = {int(i): str(label) for i, label in model.config.id2label.items()}
@@ -166,6 +167,9 @@ class HFEntailmentModel:
         self.name_or_path = name_or_path
         self.labels: tuple[str, ...] = tuple(id2label[i] for i in sorted(id2label))
         self.entailment_index: int = matches[0]
+        # The neutral class: association (an ADD beside its target) for a three-way judge.
+        neutral = [i for i, label in id2label.items() if label.strip().lower() == "neutral"]
+        self.neutral_index: int | None = neutral[0] if len(neutral) == 1 else None
         self.device = torch.device(resolve_device(device))
         self.precision: Precision = resolve_precision(precision, self.device.type)
         model = model.eval()
@@ -227,11 +231,22 @@ class HFEntailmentModel:
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         """P(entailment | premise ⇒ hypothesis), softmax over all labels; shape ``(n,)``."""
+        return self.probabilities(premises, hypotheses)[:, 0]
+
+    def probabilities(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        """P(entailment) and P(neutral) of each pair, softmax over all labels; ``(n, 2)``.
+
+        P(neutral) is NaN for a checkpoint without a ``neutral`` label."""
         logits = self.logits(premises, hypotheses).astype(np.float64)
         logits -= logits.max(axis=1, keepdims=True)
         probs = np.exp(logits)
         probs /= probs.sum(axis=1, keepdims=True)
-        return probs[:, self.entailment_index]
+        neutral = (
+            probs[:, self.neutral_index]
+            if self.neutral_index is not None
+            else np.full(len(probs), np.nan)
+        )
+        return np.stack([probs[:, self.entailment_index], neutral], axis=1)
 
     def torch_model(self) -> torch.nn.Module:
         """The underlying module (benchmarks time its raw forward pass)."""
@@ -254,12 +269,14 @@ class RecheckedEntailment:
         exact: HFEntailmentModel,
         thresholds: Sequence[float],
         margin: float,
+        association_thresholds: Sequence[float] = (),
     ) -> None:
         if margin <= 0:
             raise ValueError("the re-check margin must be > 0")
         self.fast = fast
         self.exact = exact
         self.thresholds = tuple(sorted(set(thresholds)))
+        self.association_thresholds = tuple(sorted(set(association_thresholds)))
         self.margin = margin
         self.name_or_path = exact.name_or_path
         self.device = exact.device
@@ -269,13 +286,19 @@ class RecheckedEntailment:
         self._lock = threading.Lock()
 
     def entailment(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        probs = np.array(self.fast.entailment(premises, hypotheses), dtype=np.float64)
+        return self.probabilities(premises, hypotheses)[:, 0]
+
+    def probabilities(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        """The fast model's (entailment, neutral), exact where either is near its thresholds."""
+        probs = np.array(self.fast.probabilities(premises, hypotheses), dtype=np.float64)
         near = np.zeros(len(probs), dtype=bool)
         for threshold in self.thresholds:
-            near |= np.abs(probs - threshold) <= self.margin
+            near |= np.abs(probs[:, 0] - threshold) <= self.margin
+        for threshold in self.association_thresholds:
+            near |= np.abs(probs[:, 1] - threshold) <= self.margin
         rows = [int(i) for i in np.flatnonzero(near)]
         if len(rows):
-            probs[rows] = self.exact.entailment(
+            probs[rows] = self.exact.probabilities(
                 [premises[i] for i in rows], [hypotheses[i] for i in rows]
             )
         with self._lock:
@@ -312,7 +335,10 @@ def entailment_model(
         return model
     exact = load("fp32")
     thresholds = (settings.rpl_threshold, settings.add_threshold)
-    return RecheckedEntailment(model, exact, thresholds, settings.judge_recheck_margin)
+    association = () if settings.add_association is None else (settings.add_association,)
+    return RecheckedEntailment(
+        model, exact, thresholds, settings.judge_recheck_margin, association
+    )
 
 
 # -- the bidirectional judge ----------------------------------------------------------------
@@ -358,7 +384,8 @@ class BidirectionalJudge:
         self.cache_size = cache_size
         self.batch_size = batch_size
         self.stats = JudgeStats()
-        self._cache: LRUCache[tuple[str, str], float] = LRUCache(cache_size)
+        # directed texts → (P(entailment), P(neutral)); one forward pass gives both
+        self._cache: LRUCache[tuple[str, str], tuple[float, float]] = LRUCache(cache_size)
         self._lock = threading.Lock()
 
     def text(self, entity: str | None, column: JudgeColumn) -> str:
@@ -373,7 +400,19 @@ class BidirectionalJudge:
             candidate = self.text(pair.entity, pair.candidate)
             directed.append(((target, candidate), (candidate, target)))
         scores = self._directed([key for both in directed for key in both], len(pairs))
-        return [(scores[forward], scores[backward]) for forward, backward in directed]
+        return [(scores[forward][0], scores[backward][0]) for forward, backward in directed]
+
+    def association(self, pairs: Sequence[JudgePair]) -> list[float]:
+        """How strongly each candidate belongs *beside* its target: the mean of P(neutral)
+        in both directions (a three-way judge learns neutral = associated, see
+        :func:`cta.training.supervision.scheme_label`); NaN for a judge without a neutral
+        class. Same cache and batching as :meth:`score`: its forward passes give both."""
+        return [
+            (n1 + n2) / 2
+            for (_, n1), (_, n2) in zip(
+                self.probabilities(pairs), self.probabilities(pairs, reverse=True), strict=True
+            )
+        ]
 
     def entail(self, pairs: Sequence[JudgePair], reverse: bool = False) -> list[float]:
         """One direction per pair: e1 = P(entail | target ⇒ candidate), or with ``reverse``
@@ -388,12 +427,25 @@ class BidirectionalJudge:
             candidate = self.text(pair.entity, pair.candidate)
             keys.append((candidate, target) if reverse else (target, candidate))
         scores = self._directed(keys, len(pairs))
+        return [scores[key][0] for key in keys]
+
+    def probabilities(
+        self, pairs: Sequence[JudgePair], reverse: bool = False
+    ) -> list[tuple[float, float]]:
+        """:meth:`entail`'s direction with P(neutral) beside P(entailment), per pair."""
+        keys = []
+        for pair in pairs:
+            target = self.text(pair.entity, pair.target)
+            candidate = self.text(pair.entity, pair.candidate)
+            keys.append((candidate, target) if reverse else (target, candidate))
+        scores = self._directed(keys, len(pairs))
         return [scores[key] for key in keys]
 
     def _directed(
         self, keys: Sequence[tuple[str, str]], requested: int
-    ) -> dict[tuple[str, str], float]:
-        """Scores of directed (premise, hypothesis) texts: cached ones, the rest from the model."""
+    ) -> dict[tuple[str, str], tuple[float, float]]:
+        """(P(entailment), P(neutral)) of directed (premise, hypothesis) texts: cached ones,
+        the rest from the model (NaN neutral for a model that only gives entailment)."""
         # Unique directed texts in first-seen order, so model calls are reproducible.
         unique = list(dict.fromkeys(keys))
         scores = self._cache.get_many(unique)
@@ -405,9 +457,16 @@ class BidirectionalJudge:
         for start in range(0, len(missing), self.batch_size):
             chunk = missing[start : start + self.batch_size]
             began = time.perf_counter()
-            probs = self.model.entailment([p for p, _ in chunk], [h for _, h in chunk])
+            premises, hypotheses = [p for p, _ in chunk], [h for _, h in chunk]
+            both = getattr(self.model, "probabilities", None)
+            if callable(both):
+                probs = np.asarray(both(premises, hypotheses), dtype=np.float64).reshape(-1, 2)
+            else:
+                entail = np.asarray(self.model.entailment(premises, hypotheses), dtype=np.float64)
+                entail = entail.reshape(-1)
+                probs = np.stack([entail, np.full(len(entail), np.nan)], axis=1)
             elapsed = time.perf_counter() - began
-            values = [float(v) for v in np.asarray(probs, dtype=np.float64).reshape(-1)]
+            values = [(float(e), float(n)) for e, n in probs]
             if len(values) != len(chunk):
                 raise JudgeError(f"model returned {len(values)} scores for {len(chunk)} pairs")
             with self._lock:
@@ -440,9 +499,9 @@ def load_judge(settings: Settings, model_path: str | None = None) -> Bidirection
     name_or_path = model_path or settings.resolved_judge_model()
     if model_path is None and settings.judge_model is None and not Path(name_or_path).is_dir():
         raise JudgeError(
-            f"no judge model at {name_or_path}: build the offline judge with "
-            f"`cta judge train --out {name_or_path}` (or `cta setup`), or set CTA_JUDGE_MODEL "
-            "to an NLI checkpoint path or hub name"
+            f"no judge model at {name_or_path}: the shipped judge (models/judge) is part of the "
+            "repository; retrain it with `cta judge train --recipe models/judge.recipe.json "
+            f"--out {name_or_path}`, or set CTA_JUDGE_MODEL to an NLI checkpoint path or hub name"
         )
     model = entailment_model(settings, name_or_path)
     return BidirectionalJudge(

@@ -1,7 +1,7 @@
 """The judge as the pipeline sees it: a protocol, so any bidirectional scorer plugs in.
 
 :class:`cta.judge.nli.BidirectionalJudge` is the implementation (template texts, e1/e2,
-dedup, cache); a test double or another scorer only has to offer these three members.
+dedup, cache); a test double or another scorer only has to offer these four members.
 """
 
 from __future__ import annotations
@@ -30,4 +30,11 @@ class Judge(Protocol):
 
     def score(self, pairs: Sequence[JudgePair]) -> list[tuple[float, float]]:
         """(e1, e2) of each pair."""
+        ...
+
+    def probabilities(
+        self, pairs: Sequence[JudgePair], reverse: bool = False
+    ) -> list[tuple[float, float]]:
+        """(P(entailment), P(neutral)) of each pair in :meth:`entail`'s direction; P(neutral)
+        (association, for the ADD rule) is NaN for a judge without a neutral class."""
         ...

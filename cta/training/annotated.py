@@ -8,8 +8,10 @@ into training pairs in the judge's own text format (``"{entity} {column} ({type}
 * ``annotated-associated`` — a target column ⇔ a name annotated *associated* (an ADD):
   **neutral**;
 * ``annotated-neither`` — a target column ⇔ a name annotated *neither* (wrong sense, broader
-  or narrower, corpus junk): **neutral**; these are the realistic hard negatives, subsampled
-  to ``neither_ratio`` × the equivalent and associated pairs;
+  or narrower, corpus junk): **contradiction** under the default three-way label scheme
+  (:func:`~cta.training.supervision.scheme_label`; **neutral** under ``two-way``); these are
+  the realistic hard negatives, subsampled to ``neither_ratio`` × the equivalent and
+  associated pairs;
 * ``annotated-co-occurring`` — two columns of the same annotated table: **neutral**;
 * ``thesaurus-equivalent`` / ``thesaurus-associated`` — a frequent header ⇔ one of its
   equivalent (**entailment**) or associated (**neutral**) names, without a table, so with no
@@ -32,11 +34,12 @@ from typing import Literal
 from cta.annotations import AnnotatedTable, ThesaurusEntry
 from cta.context import singularise
 from cta.table import ColumnType
-from cta.training.supervision import Example, Label, unordered
+from cta.training.supervision import Example, Label, LabelScheme, scheme_label, unordered
 from cta.words import column_words
 
 EntityContext = Literal["annotated", "table-name", "both"]
 
+# Relation → label under the two-way scheme (AnnotationRecipe.label applies the recipe's).
 ANNOTATION_RELATIONS: dict[str, Label] = {
     "annotated-equivalent": "entailment",
     "annotated-associated": "neutral",
@@ -57,6 +60,11 @@ class AnnotationRecipe:
     both_directions: bool = True
     thesaurus: bool = True
     repeats: int = 1
+    scheme: LabelScheme = "three-way"
+
+    def label(self, relation: str) -> Label:
+        """The training label of an annotation relation under this recipe's label scheme."""
+        return scheme_label(ANNOTATION_RELATIONS[relation], relation, self.scheme)
 
 
 def annotation_examples(
@@ -122,7 +130,7 @@ def annotation_examples(
 
     labels: dict[tuple[str | None, str, str], set[Label]] = {}
     for entity, a, _, b, _, relation in pairs:
-        labels.setdefault(unordered(entity, a, b), set()).add(ANNOTATION_RELATIONS[relation])
+        labels.setdefault(unordered(entity, a, b), set()).add(recipe.label(relation))
     examples: list[Example] = []
     seen: set[tuple[str | None, str, str]] = set()
     for entity, a, ta, b, tb, relation in pairs:
@@ -130,7 +138,7 @@ def annotation_examples(
         if len(labels[key]) > 1 or key in seen:
             continue
         seen.add(key)
-        label = ANNOTATION_RELATIONS[relation]
+        label = recipe.label(relation)
         directions = [(a, ta, b, tb), (b, tb, a, ta)]
         if not recipe.both_directions:
             directions = [directions[rng.random() < 0.5]]

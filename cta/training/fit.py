@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
-from cta.judge.batching import pad_batch
+from cta.devices import cpu_flags  # these two import nothing heavy: the loop loads beside
+from cta.judge.batching import pad_batch  # torch alone (benchmarks/judge_recipes.py)
 
 Precision = Literal["auto", "fp32", "bf16"]
 
@@ -30,6 +31,8 @@ class FitConfig:
     """Optimisation knobs (the judge's recipe; settings fields ``judge_train_*``)."""
 
     epochs: float = 1.0
+    # Stop after this many epochs of the ``epochs``-long schedule (None: run it to the end).
+    stop_after_epochs: float | None = None
     batch_size: int = 32
     learning_rate: float = 5e-5
     max_length: int = 64
@@ -40,6 +43,8 @@ class FitConfig:
     def __post_init__(self) -> None:
         if self.epochs <= 0 or self.batch_size < 1:
             raise ValueError("epochs must be > 0 and batch_size ≥ 1")
+        if self.stop_after_epochs is not None and not 0 < self.stop_after_epochs <= self.epochs:
+            raise ValueError("stop_after_epochs must be in (0, epochs]")
 
 
 def resolve_precision(precision: Precision, device: str) -> Literal["fp32", "bf16"]:
@@ -48,19 +53,7 @@ def resolve_precision(precision: Precision, device: str) -> Literal["fp32", "bf1
         return precision
     if device.startswith("cuda"):
         return "bf16"
-    return "bf16" if cpu_has_amx_bf16() else "fp32"
-
-
-def cpu_has_amx_bf16() -> bool:
-    """Whether this CPU has AMX bfloat16 tiles (where bf16 autocast is faster than fp32)."""
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="ignore") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return "amx_bf16" in line.split()
-    except OSError:
-        return False
-    return False
+    return "bf16" if "amx_bf16" in cpu_flags() else "fp32"
 
 
 def encode_pairs(
@@ -104,8 +97,14 @@ def fit_cross_encoder(
     device: str = "cpu",
     progress: bool = True,
     desc: str = "training judge",
+    on_epoch: Callable[[int], bool] | None = None,
 ) -> int:
-    """Fine-tune ``model`` in place on the labelled pairs; returns the optimiser steps taken."""
+    """Fine-tune ``model`` in place on the labelled pairs; returns the optimiser steps taken.
+
+    The learning-rate schedule spans ``config.epochs``; training stops early after
+    ``config.stop_after_epochs``. ``on_epoch(epoch)`` is called (model in eval mode) after each
+    whole epoch; it returns False to stop there (a recipe sweep's per-epoch evaluation).
+    """
     # deferred: torch, tqdm and transformers load only when the loop runs (seconds of imports)
     import torch
     from tqdm.auto import tqdm
@@ -117,6 +116,9 @@ def fit_cross_encoder(
     features = encode_pairs(tokenizer, premises, hypotheses, config.max_length)
     batches_per_epoch = math.ceil(len(features) / config.batch_size)
     total_steps = max(1, math.ceil(batches_per_epoch * config.epochs))
+    last_step = total_steps
+    if config.stop_after_epochs is not None:
+        last_step = max(1, math.ceil(batches_per_epoch * config.stop_after_epochs))
     model.to(device)
     model.get_input_embeddings().weight.requires_grad_(False)
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -127,12 +129,13 @@ def fit_cross_encoder(
     order_rng = random.Random(config.seed)
     autocast_device = "cuda" if device.startswith("cuda") else "cpu"
     model.train()
-    bar = tqdm(total=total_steps, desc=desc, unit="batch", disable=not progress, mininterval=2.0)
+    bar = tqdm(total=last_step, desc=desc, unit="batch", disable=not progress, mininterval=2.0)
     step = 0
+    epoch = 0
     running = 0.0
-    while step < total_steps:
+    while step < last_step:
         for rows in length_bucketed_batches(features, config.batch_size, order_rng):
-            if step >= total_steps:
+            if step >= last_step:
                 break
             batch = {
                 k: v.to(device, non_blocking=True)
@@ -151,9 +154,17 @@ def fit_cross_encoder(
             running = 0.98 * running + 0.02 * value if step > 1 else value
             bar.set_postfix(loss=f"{running:.3f}", refresh=False)
             bar.update(1)
+        else:
+            epoch += 1
+            if on_epoch is not None:
+                model.eval()
+                go_on = on_epoch(epoch)
+                model.train()
+                if not go_on:
+                    break
     bar.close()
     model.eval()
-    return total_steps
+    return step
 
 
 def predict_proba(

@@ -89,6 +89,42 @@ RELATIONS: dict[str, Label] = {
 # Zero-shot primary-entity examples: table text ⇒ "This table is about {class}.", not columns.
 _VERBATIM = frozenset({"topic", "off-topic"})
 
+LabelScheme = Literal["three-way", "three-way-human", "two-way"]
+# The relations that make a column one would add beside another (an ADD): columns of one real
+# table and the human "associated" judgements. Under the three-way scheme only these are
+# neutral; every other non-equivalent relation (wrong sense, broader/narrower, another
+# domain's word, spelling neighbours, unrelated columns, the human "neither") is the third
+# class, so the neutral probability measures association.
+ASSOCIATED_RELATIONS = frozenset(
+    {
+        "name-contrast",
+        "co-occurring",
+        "annotated-associated",
+        "annotated-co-occurring",
+        "thesaurus-associated",
+    }
+)
+
+
+# Under ``three-way-human``, only what a person judged associated is neutral: co-occurring in
+# some real table is not enough (annotators call many such pairs "neither": week / month).
+HUMAN_ASSOCIATED_RELATIONS = frozenset({"annotated-associated", "thesaurus-associated"})
+
+
+def scheme_label(label: Label, relation: str, scheme: LabelScheme) -> Label:
+    """The training label of a relation under a label scheme.
+
+    ``two-way`` (the paper's use of an NLI judge, this project's mapping before association
+    was learned): equivalent → entailment, antonyms → contradiction, everything else neutral.
+    ``three-way``: equivalent → entailment, associated (:data:`ASSOCIATED_RELATIONS`) →
+    neutral, everything else → contradiction. ``three-way-human``: as ``three-way``, with
+    only :data:`HUMAN_ASSOCIATED_RELATIONS` neutral.
+    """
+    if scheme == "two-way" or label == "entailment":
+        return label
+    associated = HUMAN_ASSOCIATED_RELATIONS if scheme == "three-way-human" else ASSOCIATED_RELATIONS
+    return "neutral" if relation in associated else "contradiction"
+
 # Share of the examples per relation (normalised); a relation with too few distinct pairs
 # yields what it has, which the training manifest records.
 DEFAULT_MIX: dict[str, float] = {
@@ -1324,12 +1360,14 @@ def build_supervision(
     mix: dict[str, float] | None = None,
     entity_hypothesis: str = DEFAULT_ENTITY_HYPOTHESIS,
     question_pairs: Sequence[QuestionPair] = (),
+    scheme: LabelScheme = "three-way",
 ) -> Supervision:
     """``size`` examples mixed per ``mix`` (default :data:`DEFAULT_MIX`), deterministic in ``seed``.
 
-    A text pair produced with two different labels is ambiguous and dropped entirely, and no
-    non-entailment pair may be a rename by synonyms or abbreviations. ``question_pairs``
-    (:func:`question_synonym_pairs`) feed the ``question-synonym`` relation.
+    A text pair produced with two different labels (under ``scheme``, see
+    :func:`scheme_label`) is ambiguous and dropped entirely, and no non-entailment pair may be
+    a rename by synonyms or abbreviations. ``question_pairs`` (:func:`question_synonym_pairs`)
+    feed the ``question-synonym`` relation.
     """
     if size < 1:
         raise ValueError("supervision size must be ≥ 1")
@@ -1369,9 +1407,12 @@ def build_supervision(
             seen.add(key)
             candidates.append((pair, relation))
     # Drop text pairs that received two labels (in either direction).
+    def label_of(relation: str) -> Label:
+        return scheme_label(RELATIONS[relation], relation, scheme)
+
     labels: dict[tuple[str | None, str, str], set[Label]] = {}
     for (entity, a, _, b, _), relation in candidates:
-        labels.setdefault(unordered(entity, a, b), set()).add(RELATIONS[relation])
+        labels.setdefault(unordered(entity, a, b), set()).add(label_of(relation))
     examples: list[Example] = []
     dropped = 0
     produced: Counter[str] = Counter()
@@ -1381,7 +1422,7 @@ def build_supervision(
             continue
         if relation not in _VERBATIM and rng.random() < 0.5:  # symmetric: both directions
             a, ta, b, tb = b, tb, a, ta
-        examples.append(Example(entity, a, ta, b, tb, RELATIONS[relation], relation))
+        examples.append(Example(entity, a, ta, b, tb, label_of(relation), relation))
         produced[relation] += 1
     rng.shuffle(examples)
     return Supervision(

