@@ -32,17 +32,10 @@ from cta.components import (
     Retriever,
 )
 from cta.context import primary_entity as find_primary_entity
-from cta.judge.decide import DecisionRule, SameMeaning, is_new_column
+from cta.judge.decide import DecisionRule, SameMeaning, add_name_problem, is_new_column
 from cta.judge.nli import JudgePair
 from cta.judge.protocol import Judge
-from cta.names import (
-    MAX_ADD_WORDS,
-    NameStyle,
-    is_natural_name,
-    name_type,
-    restyle,
-    table_style,
-)
+from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
 from cta.pool import natural_pool
 from cta.results import (
     Candidate,
@@ -540,7 +533,7 @@ class Pipeline:
                 c
                 for c in _union(col.associated, col.retrieved)
                 if name_key(c.name) not in own
-                and (c.source != "retriever" or len(name_key(c.name).split()) <= MAX_ADD_WORDS)
+                and add_name_problem(c.name, c.source == "retriever", names, entity) is None
                 and is_new_column(c.name, names, entity, same_meaning)
             ]
         if self.add_source is not None:

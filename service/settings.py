@@ -43,7 +43,7 @@ class ServiceSettings(Settings):
         ge=1,
         description="Most estimated judge pairs of one /v1/perturb table (422 above; send a "
         "batch job instead): about 8 s of engine time on 2 cores (measured ~500 estimated "
-        "pairs/s), a 12-column table with every column targeted",
+        "pairs/s), an 18-column table with every column targeted",
     )
     max_queue_seconds: float = Field(
         default=6.0,

@@ -152,7 +152,7 @@ def check_summary(text: str, result: PerturbationResult, table: Table) -> None:
             f"{ADDED_MARK}{n}" if n in added else n for n in sample.table.column_names
         ]
         first_cells = [cell.strip() for grid in grids for cell in grid[2].split(" | ")]
-        expected_first = ["" if v is None else str(v) for v in sample.table.rows[0]]
+        expected_first = ["NULL" if v is None else str(v) for v in sample.table.rows[0]]
         assert [c.rstrip(ELLIPSIS) for c in first_cells] == [
             e[: len(c.rstrip(ELLIPSIS))] for c, e in zip(first_cells, expected_first, strict=True)
         ]

@@ -72,6 +72,7 @@ def test_perturb_returns_entity_columns_and_samples_on_both_paths(tmp_path: Path
         "type": "text",
         "e1": 0.9,
         "e2": 0.8,
+        "association": None,  # an RPL name has no association score
         "source": "dictionary",
         "provenance": "",
     }

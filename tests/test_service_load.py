@@ -57,17 +57,20 @@ def _cost(settings: Settings, table: dict[str, Any]) -> int:
 # -- the estimate and the budget ----------------------------------------------------------------
 
 
-def test_estimate_counts_both_passes_and_the_default_budget_is_a_12_column_table() -> None:
-    settings = Settings(rerank_top_k=20)
+def test_estimate_counts_both_passes_and_the_default_budget_is_an_18_column_table() -> None:
+    settings = Settings(rerank_top_k=20, add_association=None)
     six = Table.model_validate({**_table("six", 6), "target_columns": ["field 0", "field 1"]})
     # pass 1: 2 targets × 2·20 candidates × 2 directions; pass 2: 2 × 20 ADD × 5 other columns
     assert estimate_pairs(six, settings) == 2 * 40 * 2 + 2 * 20 * 5 == 360
     pipeline = Pipeline(settings, None, None, None, None)  # type: ignore[arg-type]
     assert pipeline.estimate_pairs(six) == 360
+    # with the association rule, pass 2 checks only the best add_association_top_k (8)
+    associating = settings.model_copy(update={"add_association": 0.5})
+    assert estimate_pairs(six, associating) == 2 * 40 * 2 + 2 * 8 * 5 == 240
     defaults = ServiceSettings()
     assert defaults.max_request_pairs == 4_000
-    at = Table.model_validate(_table("t12", 12))
-    over = Table.model_validate(_table("t13", 13))
+    at = Table.model_validate(_table("t18", 18))
+    over = Table.model_validate(_table("t19", 19))
     assert (
         estimate_pairs(at, defaults) <= defaults.max_request_pairs < estimate_pairs(over, defaults)
     )
@@ -373,6 +376,11 @@ class _Judge:
             text = f"{reverse}|{p.target.name}|{p.candidate.name}"
             out.append((zlib.crc32(text.encode()) % 1000) / 1000)
         return out
+
+    def probabilities(self, pairs: Any, reverse: bool = False) -> list[tuple[float, float]]:
+        """The judge protocol's entailment with its neutral class: none here (NaN), so the
+        pipeline applies the paper's ADD rule, as with any judge without a neutral class."""
+        return [(e, float("nan")) for e in self.entail(pairs, reverse)]
 
 
 def test_the_pipeline_stops_between_judge_chunks_and_is_unchanged_when_not_stopped() -> None:

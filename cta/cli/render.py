@@ -265,7 +265,7 @@ def _is_number(value: Any) -> bool:
 
 def _cell(value: Any, max_cell: int) -> str:
     if value is None:
-        text = ""
+        text = "NULL"  # a missing cell, or an added column no plausible value could fill
     elif isinstance(value, bool):
         text = "true" if value else "false"
     else:

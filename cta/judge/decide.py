@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from cta.names import head_index
+from cta.names import MAX_ADD_WORDS, head_index
 from cta.results import Verdict
 from cta.settings import Settings
 from cta.words import name_key
@@ -229,6 +229,34 @@ def is_new_column(
     """The lexical half of the ADD rule: the candidate's name clashes with no column of the
     table (:func:`add_clash`); the judge's half is :func:`passes_add`."""
     return all(add_clash(candidate, c, entity, same_meaning) is None for c in columns)
+
+
+AddNameProblem = Literal["fragment", "foreign_id"]
+# Heads of identifier columns: a key into some table.
+_IDENTIFIER_HEADS = frozenset({"id", "code", "key"})
+
+
+def add_name_problem(
+    candidate: str, retrieved: bool, columns: Sequence[str], entity: str | None = None
+) -> AddNameProblem | None:
+    """Why a name is no column one would add to this table, whatever the judge says, or None.
+
+    * ``fragment``: a retrieved name of more than :data:`~cta.names.MAX_ADD_WORDS` words is a
+      flattened multi-row header (``club performance league norway``); names a person wrote
+      (the thesaurus) may be longer;
+    * ``foreign_id``: an identifier of a thing the table never mentions (``team id`` or
+      ``player id`` beside an employee's salary): a key into another domain's table. An
+      identifier of something the table names (``department id`` beside ``department``, ``book
+      id`` in a table of books) is a column one may add.
+    """
+    words = _words(candidate)
+    if retrieved and len(words) > MAX_ADD_WORDS:
+        return "fragment"
+    if len(words) >= 2 and words[-1] in _IDENTIFIER_HEADS:
+        mentioned = {w for name in [*columns, entity or ""] for w in _words(name)}
+        if not set(words[:-1]) & mentioned:
+            return "foreign_id"
+    return None
 
 
 def _same_event_time(cand: tuple[str, ...], col: tuple[str, ...]) -> bool:
