@@ -202,34 +202,25 @@ def cosine_baseline(
 
 
 def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | None:
-    """Indices of evaluation pairs whose two column names form a training pair (either way)."""
+    """Indices of evaluation pairs whose two column names form a training pair (either way):
+    the model's recipe (its manifest's ``recipe``, paths relative to the repository) rebuilt
+    with the product's :func:`~cta.training.train.build_training_data`."""
     manifest_file = model_dir / "judge_manifest.json"
     if not manifest_file.exists():
         return None
-    from cta.training.supervision import Lexicon, build_supervision, load_source_tables
-    from cta.wordnet import load_wordnet
-
     manifest = json.loads(manifest_file.read_text())
-    if "corpora" not in manifest:
+    if "recipe" not in manifest:
         return None
-    settings = Settings()
-    lexicon = Lexicon(load_wordnet(settings))
-    tables = load_source_tables(manifest["corpora"], lexicon, manifest["holdout"])
-    total = manifest["examples"]["training"] + manifest["examples"]["validation"]
-    total -= manifest.get("annotated_pairs", 0)
-    supervision = build_supervision(tables, lexicon, size=total, seed=manifest["seed"])
-    examples = list(supervision.examples)
-    if manifest.get("annotations"):
-        from cta.annotations import load_annotated_tables, load_thesaurus
-        from cta.training.annotated import AnnotationRecipe, annotation_examples
+    from cta.training.train import build_training_data
 
-        directory = settings.resolved_annotations_dir()
-        examples += annotation_examples(
-            load_annotated_tables(directory, "train"),
-            load_thesaurus(directory),
-            AnnotationRecipe(**manifest["annotations"]),
-            seed=manifest["seed"],
-        )
+    settings = Settings.model_validate({**Settings().model_dump(), **manifest["recipe"]})
+    here = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        data = build_training_data(settings)
+    finally:
+        os.chdir(here)
+    examples = [*data.training, *data.validation]
     trained = {tuple(sorted((column_words(e.premise), column_words(e.hypothesis)))) for e in examples}
     return {
         i
