@@ -51,7 +51,7 @@ def test_images_bake_the_artefacts_with_the_readmes_steps(name: str) -> None:
         assert (REPO / copied).exists(), f"{name} copies {copied}, which is missing"
     # what the image needs at run time and what `cta setup` reads are in the build context
     ignore = (DOCKER / f"{name}.dockerignore").read_text(encoding="utf-8")
-    for needed in ("data/annotations", "cta", "retriever", "indexes", "scripts/install"):
+    for needed in ("data/annotations", "models", "cta", "retriever", "indexes", "scripts/install"):
         assert f"COPY {needed} " in text and f"!{needed}" in ignore, needed
 
 

@@ -333,6 +333,8 @@ def _save_atomically(out_dir: Path, model: Any, tokenizer: Any, manifest: dict[s
         shutil.rmtree(tmp)
     model.to("cpu").half().save_pretrained(tmp)  # fp16 storage; loaded back as fp32
     tokenizer.save_pretrained(tmp)
+    for file in tmp.iterdir():  # safetensors writes 0600: a model folder is for everyone
+        file.chmod(0o644)
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
     if out_dir.exists():
