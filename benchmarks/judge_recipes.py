@@ -232,7 +232,6 @@ def train_one(
     limit: int | None = None,
 ) -> dict[str, Any]:
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     fit = _load_fit()
     arrays = np.load(data, allow_pickle=True)
@@ -242,17 +241,7 @@ def train_one(
     seed = variant.seed
     eval_dev, eval_adveta = arrays["eval_dev"][:limit], arrays["eval_adveta"][:limit]
     torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base,
-        num_labels=3,
-        id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)},
-        ignore_mismatched_sizes=True,
-    ).float()
-    with torch.no_grad():  # the product's rule (cta.training.train.new_classifier)
-        for parameter in model.parameters():
-            parameter.copy_(parameter.to(torch.float16).to(torch.float32))
+    tokenizer, model = fit.new_classifier(base, LABELS)  # the product's starting point
     config = fit.FitConfig(
         epochs=variant.epochs,
         batch_size=variant.batch_size,

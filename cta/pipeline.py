@@ -33,6 +33,7 @@ from cta.components import (
 )
 from cta.context import primary_entity as find_primary_entity
 from cta.judge.decide import DecisionRule, SameMeaning, add_name_problem, is_new_column
+from cta.judge.decide import association as association_of
 from cta.judge.nli import JudgePair
 from cta.judge.protocol import Judge
 from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
@@ -373,7 +374,7 @@ class Pipeline:
                         if key not in add_keys:
                             continue  # e1 alone ruled it out
                         typed = add_keys[key]
-                        value = (forward[typed][1] + backward[typed][1]) / 2
+                        value = association_of(forward[typed][1], backward[typed][1])
                         association[key] = value
                         if rule.is_add_against(forward[key][0], backward[key][0]) and (
                             rule.is_associated(value)
@@ -602,20 +603,10 @@ class Pipeline:
         """Score pairs both ways; the verdict applies both thresholds to each single pair
         (and, for ADD, the association threshold: the candidate belongs beside the target)."""
         rule = DecisionRule.from_settings(self.settings, rpl_threshold, add_threshold)
-        forward = self.judge_model.probabilities(pairs)
-        backward = self.judge_model.probabilities(pairs, reverse=True)
-        out = []
-        for (e1, n1), (e2, n2) in zip(forward, backward, strict=True):
-            association = (n1 + n2) / 2
-            out.append(
-                JudgeScore(
-                    e1=e1,
-                    e2=e2,
-                    association=None if association != association else round(association, 6),
-                    verdict=rule.verdict(e1, e2, association),
-                )
-            )
-        return out
+        return rule.scores(
+            self.judge_model.probabilities(pairs),
+            self.judge_model.probabilities(pairs, reverse=True),
+        )
 
     def equivalent(self, pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
         """Is each (entity, name, other name) pair an RPL pair (both directions, RPL rule)?

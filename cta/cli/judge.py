@@ -178,19 +178,12 @@ def _flush(
         return 0
     pairs = [p for p in pending if isinstance(p, JudgePair)]
     rule = DecisionRule.from_settings(settings)
-    forward = iter(judge.probabilities(pairs))
-    backward = iter(judge.probabilities(pairs, reverse=True))
+    scores = iter(rule.scores(judge.probabilities(pairs), judge.probabilities(pairs, reverse=True)))
     for item in pending:
         if isinstance(item, JudgeInputError):
             out.write(json.dumps({"line": item.line, "error": item.problem}) + "\n")
-            continue
-        (e1, n1), (e2, n2) = next(forward), next(backward)
-        association = (n1 + n2) / 2
-        record: dict[str, Any] = {"e1": round(e1, 6), "e2": round(e2, 6)}
-        if association == association:  # a judge with a neutral class
-            record["association"] = round(association, 6)
-        record["verdict"] = rule.verdict(e1, e2, association)
-        out.write(json.dumps(record) + "\n")
+        else:
+            out.write(json.dumps(next(scores).model_dump(exclude_none=True)) + "\n")
     out.flush()
     pending.clear()
     return len(pairs)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Literal
 
 from cta.names import MAX_ADD_WORDS, head_index
-from cta.results import Verdict
+from cta.results import JudgeScore, Verdict
 from cta.settings import Settings
 from cta.words import name_key
 
@@ -33,6 +33,12 @@ def aggregate(e1: float, e2: float, how: Aggregation) -> float:
     if how == "mean":
         return (e1 + e2) / 2.0
     raise ValueError(f"unknown aggregation {how!r} (min, max, mean)")
+
+
+def association(forward_neutral: float, backward_neutral: float) -> float:
+    """How strongly a candidate belongs beside its target: the mean of the judge's P(neutral)
+    in both directions (NaN for a judge without a neutral class)."""
+    return (forward_neutral + backward_neutral) / 2
 
 
 def is_rpl(e1: float, e2: float, rpl_threshold: float, aggregation: Aggregation = "min") -> bool:
@@ -166,6 +172,26 @@ class DecisionRule:
         if found == "ADD" and not self.is_associated(association):
             return "NONE"
         return found
+
+    def scores(
+        self,
+        forward: Sequence[tuple[float, float]],
+        backward: Sequence[tuple[float, float]],
+    ) -> list[JudgeScore]:
+        """Each pair's e1, e2, association and single-pair verdict, from the judge's
+        (P(entailment), P(neutral)) in both directions (``cta judge``, ``/v1/judge``)."""
+        out = []
+        for (e1, n1), (e2, n2) in zip(forward, backward, strict=True):
+            value = association(n1, n2)
+            out.append(
+                JudgeScore(  # printed rounded, decided on the exact scores
+                    e1=round(e1, 6),
+                    e2=round(e2, 6),
+                    association=None if value != value else round(value, 6),
+                    verdict=self.verdict(e1, e2, value),
+                )
+            )
+        return out
 
 
 # -- the lexical ADD guard -----------------------------------------------------------------------

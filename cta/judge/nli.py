@@ -28,6 +28,7 @@ from cta.judge.batching import (
     canonical_batches,
     pad_batch,
 )
+from cta.judge.decide import association
 from cta.lru import LRUCache
 from cta.registry import register
 from cta.settings import Settings
@@ -408,7 +409,7 @@ class BidirectionalJudge:
         :func:`cta.training.supervision.scheme_label`); NaN for a judge without a neutral
         class. Same cache and batching as :meth:`score`: its forward passes give both."""
         return [
-            (n1 + n2) / 2
+            association(n1, n2)
             for (_, n1), (_, n2) in zip(
                 self.probabilities(pairs), self.probabilities(pairs, reverse=True), strict=True
             )

@@ -56,6 +56,31 @@ def resolve_precision(precision: Precision, device: str) -> Literal["fp32", "bf1
     return "bf16" if "amx_bf16" in cpu_flags() else "fp32"
 
 
+def new_classifier(base: str, labels: Sequence[str]) -> tuple[Any, Any]:
+    """Tokenizer and a ``labels``-way sequence classifier from the encoder ``base``, its
+    weights rounded to fp16 (fp32 tensors).
+
+    The rounding makes the starting point the same wherever the recipe runs: a GPU host that
+    receives the base in fp16 (its transfers are size-limited) and a CPU that has it in fp32.
+    """
+    import torch  # deferred: loaded only when a judge is trained
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    # The base is an encoder; a classification head it may carry is replaced (other size).
+    model = AutoModelForSequenceClassification.from_pretrained(
+        base,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+        ignore_mismatched_sizes=True,
+    ).float()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(parameter.to(torch.float16).to(torch.float32))
+    return tokenizer, model
+
+
 def encode_pairs(
     tokenizer: Any, premises: Sequence[str], hypotheses: Sequence[str], max_length: int
 ) -> list[dict[str, list[int]]]:

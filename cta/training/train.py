@@ -29,7 +29,13 @@ from cta.training.annotated import (
     annotated_text_labels,
     annotation_examples,
 )
-from cta.training.fit import FitConfig, encode_pairs, fit_cross_encoder, resolve_precision
+from cta.training.fit import (
+    FitConfig,
+    encode_pairs,
+    fit_cross_encoder,
+    new_classifier,
+    resolve_precision,
+)
 from cta.training.supervision import (
     LABELS,
     Example,
@@ -159,31 +165,6 @@ def fit_config(settings: Settings, *, seed: int | None = None, max_length: int =
     )
 
 
-def new_classifier(base: str) -> tuple[Any, Any]:
-    """Tokenizer and three-way classifier from ``base``, its weights rounded to fp16.
-
-    The rounding makes the starting point the same wherever the recipe runs: a GPU host that
-    receives the base in fp16 (its transfers are size-limited) and a CPU that has it in fp32.
-    """
-    import torch  # deferred: loaded only when a judge is trained
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    label2id: dict[str, int] = {label: i for i, label in enumerate(LABELS)}
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    # The base is an encoder; a classification head it may carry is replaced (other size).
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base,
-        num_labels=len(LABELS),
-        id2label=dict(enumerate(LABELS)),
-        label2id=label2id,
-        ignore_mismatched_sizes=True,
-    )
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(parameter.to(torch.float16).to(torch.float32))
-    return tokenizer, model
-
-
 def train_judge(
     out_dir: Path,
     settings: Settings,
@@ -232,7 +213,7 @@ def train_judge(
     torch.manual_seed(config.seed)
     torch.use_deterministic_algorithms(True)
     label2id: dict[str, int] = {label: i for i, label in enumerate(LABELS)}
-    tokenizer, model = new_classifier(base)
+    tokenizer, model = new_classifier(base, LABELS)
     template = settings.judge_template
     texts = [e.texts(template) for e in data.training]
     steps = fit_cross_encoder(
