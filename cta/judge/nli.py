@@ -422,13 +422,7 @@ class BidirectionalJudge:
         The pipeline scores e1 first and asks for e2 only where it can still change a
         decision (:func:`~cta.judge.decide.rpl_possible`, ``add_possible``).
         """
-        keys = []
-        for pair in pairs:
-            target = self.text(pair.entity, pair.target)
-            candidate = self.text(pair.entity, pair.candidate)
-            keys.append((candidate, target) if reverse else (target, candidate))
-        scores = self._directed(keys, len(pairs))
-        return [scores[key][0] for key in keys]
+        return [entail for entail, _ in self.probabilities(pairs, reverse)]
 
     def probabilities(
         self, pairs: Sequence[JudgePair], reverse: bool = False
