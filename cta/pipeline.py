@@ -482,20 +482,23 @@ class Pipeline:
         reverse: bool = False,
         should_stop: StopCheck | None = None,
     ) -> dict[PairKey, tuple[float, float]]:
-        """:meth:`_entail` with P(neutral) beside P(entailment) (one forward pass)."""
+        """(P(entailment), P(neutral)) in one direction for every (column, candidate) pair, in
+        one batched call: column ⇒ candidate (e1), or candidate ⇒ column with ``reverse``
+        (e2). With ``should_stop``, in chunks of whole judge batches with a check before each
+        (scores do not depend on the chunking: the judge pads its batches to a canonical shape
+        and caches)."""
         keys = list(pairs)
         if not keys:
             return {}
         judged = [key.judge_pair() for key in keys]
-        chunk = len(judged) if should_stop is None else self._stop_chunk()
+        chunk = len(judged)
+        if should_stop is not None:
+            chunk = max(1, self.settings.judge_batch_size) * _STOP_CHUNK_BATCHES
         scores: list[tuple[float, float]] = []
         for start in range(0, len(judged), chunk):
             _check_stop(should_stop)
             scores += self.judge_model.probabilities(judged[start : start + chunk], reverse=reverse)
         return dict(zip(keys, scores, strict=True))
-
-    def _stop_chunk(self) -> int:
-        return max(1, self.settings.judge_batch_size) * _STOP_CHUNK_BATCHES
 
     def _entail(
         self,
@@ -503,22 +506,9 @@ class Pipeline:
         reverse: bool = False,
         should_stop: StopCheck | None = None,
     ) -> dict[PairKey, float]:
-        """One entailment direction for every (column, candidate) pair, in one batched call:
-        e1 (column ⇒ candidate), or e2 with ``reverse``. With ``should_stop``, in chunks of
-        whole judge batches with a check before each (scores do not depend on the chunking:
-        the judge pads its batches to a canonical shape and caches)."""
-        keys = list(pairs)
-        if not keys:
-            return {}
-        judged = [key.judge_pair() for key in keys]
-        if should_stop is None:
-            return dict(zip(keys, self.judge_model.entail(judged, reverse=reverse), strict=True))
-        chunk = self._stop_chunk()
-        scores: list[float] = []
-        for start in range(0, len(judged), chunk):
-            _check_stop(should_stop)
-            scores += self.judge_model.entail(judged[start : start + chunk], reverse=reverse)
-        return dict(zip(keys, scores, strict=True))
+        """:meth:`_probabilities`' entailment alone (e1, or e2 with ``reverse``)."""
+        both = self._probabilities(pairs, reverse=reverse, should_stop=should_stop)
+        return {key: entail for key, (entail, _) in both.items()}
 
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         entity, source = self.primary_entity(table)
