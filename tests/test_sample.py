@@ -56,7 +56,8 @@ def test_rpl_renames_every_target_with_a_candidate_and_updates_keys() -> None:
     assert sample.mapping["first name"] in {"given name", "forename"}
     assert sample.unperturbed == {"age": "no_candidates", "city code": "no_candidates"}
     col = sample.table.columns[0]
-    assert (col.name, col.original_name, col.type) == ("pupil id", "pupil id", ColumnType.NUMBER)
+    # the natural name verbatim; the identifier bare, in the schema's style (StuID, Fname)
+    assert (col.name, col.original_name, col.type) == ("pupil id", "PupilID", ColumnType.NUMBER)
     assert sample.table.primary_key == ["pupil id"]
     # rows and untouched columns stay as they were
     assert sample.table.rows == _table().rows
@@ -106,7 +107,7 @@ def test_add_inserts_after_target_with_plausible_or_null_values() -> None:
     assert all(isinstance(v, int) and 19 <= v <= 21 for v in weight)
     dates = sample.table.column_values(2)
     assert all(isinstance(v, str) and len(v) == 10 and v[4] == "-" for v in dates)
-    assert sample.table.column("weight").original_name == "weight"
+    assert sample.table.column("weight").original_name == "Weight"  # like Age, Fname
     # original cells unchanged
     assert [row[0] for row in sample.table.rows] == [1, 2, 3]
 

@@ -28,13 +28,13 @@ share the identifier rules (SQLite's case-insensitive names) and are read togeth
 from __future__ import annotations
 
 import random
-import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from cta.apply.identifiers import SQLITE_KEYWORDS, quote_identifier, sqlite_fold
 from cta.apply.sample import seeded_rng
 from cta.apply.values import added_column_values, generate_value
 from cta.table import ColumnType, ForeignKey, ProblemError
@@ -60,25 +60,6 @@ __all__ = [
     "synthesise_rows",
 ]
 
-# SQLite's keywords (https://sqlite.org/lang_keywords.html) plus TRUE/FALSE, which resolve
-# to values rather than columns; a name among them is always quoted.
-SQLITE_KEYWORDS = frozenset(
-    """ABORT ACTION ADD AFTER ALL ALTER ALWAYS ANALYZE AND AS ASC ATTACH AUTOINCREMENT BEFORE
-    BEGIN BETWEEN BY CASCADE CASE CAST CHECK COLLATE COLUMN COMMIT CONFLICT CONSTRAINT CREATE
-    CROSS CURRENT CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP DATABASE DEFAULT DEFERRABLE
-    DEFERRED DELETE DESC DETACH DISTINCT DO DROP EACH ELSE END ESCAPE EXCEPT EXCLUDE EXCLUSIVE
-    EXISTS EXPLAIN FAIL FILTER FIRST FOLLOWING FOR FOREIGN FROM FULL GENERATED GLOB GROUP
-    GROUPS HAVING IF IGNORE IMMEDIATE IN INDEX INDEXED INITIALLY INNER INSERT INSTEAD
-    INTERSECT INTO IS ISNULL JOIN KEY LAST LEFT LIKE LIMIT MATCH MATERIALIZED NATURAL NO NOT
-    NOTHING NOTNULL NULL NULLS OF OFFSET ON OR ORDER OTHERS OUTER OVER PARTITION PLAN PRAGMA
-    PRECEDING PRIMARY QUERY RAISE RANGE RECURSIVE REFERENCES REGEXP REINDEX RELEASE RENAME
-    REPLACE RESTRICT RETURNING RIGHT ROLLBACK ROW ROWS SAVEPOINT SELECT SET TABLE TEMP
-    TEMPORARY THEN TIES TO TRANSACTION TRIGGER UNBOUNDED UNION UNIQUE UPDATE USING VACUUM
-    VALUES VIEW VIRTUAL WHEN WHERE WINDOW WITH WITHOUT TRUE FALSE""".split()
-)
-_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
 _DECLARED = {
     ColumnType.NUMBER: "NUMERIC",
     ColumnType.TEXT: "TEXT",
@@ -96,18 +77,6 @@ POOL_SHARE = 0.35
 
 class SchemaError(ProblemError):
     """A schema or perturbation that cannot be built; ``problem`` names what is wrong."""
-
-
-def sqlite_fold(name: str) -> str:
-    """The comparison key SQLite uses for identifiers (ASCII letters case-folded only)."""
-    return name.translate(_ASCII_LOWER)
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as an SQLite identifier: bare when it can be, else double-quoted."""
-    if _PLAIN_IDENTIFIER.fullmatch(name) and name.upper() not in SQLITE_KEYWORDS:
-        return name
-    return '"' + name.replace('"', '""') + '"'
 
 
 def declared_type(column_type: ColumnType) -> str:

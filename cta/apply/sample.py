@@ -5,15 +5,18 @@ a randomly chosen candidate:
 
 - **RPL** renames the column. ``Column.name`` becomes the candidate and, when the column has
   a schema identifier (``original_name``, e.g. Spider's ``column_names_original``), the
-  identifier becomes the candidate *verbatim* too — SQL then quotes it where needed
-  (``"home city"``) — so that the name a parser sees and the name the gold SQL uses agree.
+  identifier becomes the candidate written as an identifier in the style of the table's
+  own (:func:`~cta.apply.identifiers.sql_identifier`: ``home city`` → ``home_city`` beside
+  ``singer_id``, ``HomeCity`` beside ``StuID``; bare, never a reserved word), so a parser
+  reads the natural name and the gold SQL uses a plain identifier.
   Primary- and foreign-key entries naming the column follow the rename.
-- **ADD** inserts a new column right after its target with the candidate's name and type;
-  its cells are generated plausible values (:mod:`cta.apply.values`, seeded) or ``NULL``.
+- **ADD** inserts a new column right after its target with the candidate's name and type
+  (and an identifier made the same way); its cells are generated plausible values
+  (:mod:`cta.apply.values`, seeded) or ``NULL``.
 
-A candidate whose name collides (case-insensitively, as SQLite compares identifiers) with
-a column of the table — original names, identifiers or names given earlier in the same
-sample — is skipped and another is drawn; when none is left the column stays as it was and
+A candidate whose name or identifier collides (case-insensitively, as SQLite compares
+identifiers) with a column of the table — original names, identifiers or names given
+earlier in the same sample — is skipped and another is drawn; when none is left the column stays as it was and
 :attr:`~cta.results.PerturbedTable.unperturbed` says why (``no_candidates`` /
 ``name_collision``).
 
@@ -32,7 +35,9 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
+from cta.apply.identifiers import identifier_style, sql_identifier
 from cta.apply.values import added_column_values
+from cta.names import NameStyle
 from cta.results import Decision, Kind, PerturbationResult, PerturbedTable
 from cta.table import Column, ForeignKey, Table
 
@@ -79,16 +84,21 @@ def _targets(table: Table, columns: Sequence[str] | None) -> list[int]:
 
 
 def _draw(
-    pool: Sequence[Decision], rng: random.Random, taken: set[str]
+    pool: Sequence[Decision], rng: random.Random, taken: set[str], style: NameStyle | None
 ) -> tuple[Decision | None, str]:
-    """A random candidate whose name is free, or ``None`` and the reason."""
+    """A random candidate whose name (and identifier, when ``style`` makes one) is free, or
+    ``None`` and the reason."""
     if not pool:
         return None, "no_candidates"
     order = list(pool)
     rng.shuffle(order)
     for decision in order:
-        if decision.name.strip() and _fold(decision.name) not in taken:
-            return decision, ""
+        name = decision.name.strip()
+        if not name or _fold(name) in taken:
+            continue
+        if style is not None and _fold(sql_identifier(name, style)) in taken:
+            continue
+        return decision, ""
     return None, "name_collision"
 
 
@@ -133,27 +143,35 @@ def _sample(
 ) -> PerturbedTable:
     table_key = table.id or table.name or ""
     taken: set[str] = set().union(*(_names(c) for c in table.columns))
+    identifiers = [c.original_name for c in table.columns if c.original_name]
+    style = identifier_style(identifiers) if identifiers else None
     chosen: dict[int, Decision] = {}
+    chosen_ids: dict[int, str] = {}  # the new columns' identifiers (tables that have them)
     unperturbed: dict[str, str] = {}
     for i in targets:
         column = table.columns[i]
         rng = seeded_rng(seed, sample, table_key, column.name)
-        decision, reason = _draw(pools.get(i, []), rng, taken)
+        decision, reason = _draw(pools.get(i, []), rng, taken, style)
         if decision is None:
             unperturbed[column.name] = reason
             continue
         chosen[i] = decision
         taken.add(_fold(decision.name))
+        if style is not None:
+            chosen_ids[i] = sql_identifier(decision.name.strip(), style)
+            taken.add(_fold(chosen_ids[i]))
     if kind == "rpl":
-        new, mapping = _replace(table, chosen)
+        new, mapping = _replace(table, chosen, chosen_ids)
     else:
-        new, mapping = _add(table, chosen, seed, sample, values)
+        new, mapping = _add(table, chosen, chosen_ids, seed, sample, values)
     return PerturbedTable(
         kind=kind, seed=seed, sample=sample, mapping=mapping, unperturbed=unperturbed, table=new
     )
 
 
-def _replace(table: Table, chosen: dict[int, Decision]) -> tuple[Table, dict[str, str]]:
+def _replace(
+    table: Table, chosen: dict[int, Decision], identifiers: dict[int, str]
+) -> tuple[Table, dict[str, str]]:
     columns = list(table.columns)
     mapping: dict[str, str] = {}
     # old name or identifier (folded) → the new identifier, for keys and target lists
@@ -164,7 +182,7 @@ def _replace(table: Table, chosen: dict[int, Decision]) -> tuple[Table, dict[str
         columns[i] = Column(
             name=new_name,
             type=old.type,
-            original_name=new_name if old.original_name is not None else None,
+            original_name=identifiers[i] if old.original_name is not None else None,
         )
         mapping[old.name] = new_name
         for name in _names(old):
@@ -201,7 +219,12 @@ def _replace(table: Table, chosen: dict[int, Decision]) -> tuple[Table, dict[str
 
 
 def _add(
-    table: Table, chosen: dict[int, Decision], seed: int, sample: int, values: ValueMode
+    table: Table,
+    chosen: dict[int, Decision],
+    identifiers: dict[int, str],
+    seed: int,
+    sample: int,
+    values: ValueMode,
 ) -> tuple[Table, dict[str, str]]:
     table_key = table.id or table.name or ""
     columns: list[Column] = []
@@ -218,7 +241,7 @@ def _add(
             Column(
                 name=name,
                 type=decision.type,
-                original_name=name if column.original_name is not None else None,
+                original_name=identifiers[i] if column.original_name is not None else None,
             )
         )
         if values == "null":

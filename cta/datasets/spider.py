@@ -40,6 +40,7 @@ from cta.families.naming import EquivalenceJudge
 from cta.families.run import FamilyDatabase, FamilyResult, run_families
 from cta.formats.spider import (
     SpiderDataset,
+    gold_line,
     load_spider,
     perturbed_entry,
     perturbed_record,
@@ -47,6 +48,7 @@ from cta.formats.spider import (
     sql_schema,
     write_json,
 )
+from cta.formats.spider_grammar import evaluator_problem, spider_tables_of
 from cta.formats.tables import parse_spider_entry, spider_tables
 from cta.table import InvalidTableError
 
@@ -96,6 +98,9 @@ class SpiderFormat:
     (originals copied or synthesised, perturbed ones materialised — data migrated), per kind
     and seed ``<name>_<kind>_s<seed>.json`` (with ``augment``: ``<name>_augmented_s<seed>.json``
     — original, RPL and ADD record per pair), ``<name>_original.json`` (the input questions),
+    beside each question file its gold file ``<stem>_gold.sql`` (``SQL<TAB>db_id``, as Spider
+    ships ``dev_gold.sql``; every record says whether the official evaluator reads its
+    query: ``evaluator_reads``/``evaluator_problem``),
     ``mappings.jsonl`` (every example × kind × seed: mapping or operation, rewritten SQL,
     problem or why it is unchanged) and, with ``check_execution``, ``verification.json``.
     Examples whose SQL could not be rewritten are left out of the CTA question files and
@@ -159,9 +164,14 @@ class SpiderFormat:
             dataset.name, examples, result, request, records.original, records.perturbed
         )
         questions[f"{dataset.name}_original"] = [records.original(ex) for ex in examples]
+        grammar = _GrammarTables([*dataset.schemas.values(), *records.entries])
         for stem, rows in questions.items():
+            for row in rows:
+                grammar.mark(row)
             write_json(out / f"{stem}.json", rows)
-            files.append(f"{stem}.json")
+            gold = "".join(gold_line(r["query"], r["db_id"]) for r in rows)
+            (out / f"{stem}_gold.sql").write_text(gold, encoding="utf-8")
+            files += [f"{stem}.json", f"{stem}_gold.sql"]
         write_mappings(out, result.examples, files)
         seconds["write"] = round(time.perf_counter() - t0, 3)
         return finish_run(
@@ -287,6 +297,25 @@ def _run_families(
     return found
 
 
+class _GrammarTables:
+    """Marks question records with whether the official Spider evaluator reads their gold
+    query: ``evaluator_reads`` (bool) and ``evaluator_problem`` (why not, else null) — a set
+    with one unreadable line stops that evaluator (:mod:`cta.formats.spider_grammar`)."""
+
+    def __init__(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        self.entries = {str(e["db_id"]): e for e in entries}
+        self.tables: dict[str, dict[str, set[str]]] = {}
+
+    def mark(self, record: dict[str, Any]) -> dict[str, Any]:
+        db_id = str(record["db_id"])
+        if db_id not in self.tables:
+            self.tables[db_id] = spider_tables_of(self.entries[db_id])
+        problem = evaluator_problem(str(record["query"]), self.tables[db_id])
+        record["evaluator_reads"] = problem is None
+        record["evaluator_problem"] = problem
+        return record
+
+
 def tagged(
     record: Mapping[str, Any], kind: str, seed: int | None, source_index: int
 ) -> dict[str, Any]:
@@ -377,9 +406,10 @@ def perturb_spider_database(
     questions: dict[str, list[dict[str, Any]]] = {
         f"{kind}_s{seed}": [] for kind in kinds for seed in seeds
     }
+    grammar = _GrammarTables([entry, *builder.entries])
     for pe in result.examples:
         if pe.sql is not None:
-            questions[f"{pe.kind}_s{pe.seed}"].append(builder.perturbed(pe))
+            questions[f"{pe.kind}_s{pe.seed}"].append(grammar.mark(builder.perturbed(pe)))
     return SpiderDatabaseResult(
         db_id=db_id, tables=builder.entries, questions=questions, mappings=result.examples
     )

@@ -19,6 +19,8 @@ from pathlib import Path
 
 from cta.evaluation.scoring import EvalReport, ItemResult, KindSummary, Spread
 from cta.evaluation.sets import EvalDirectory
+from cta.formats.spider import gold_line
+from cta.formats.spider_grammar import evaluator_problem, spider_tables_of
 
 __all__ = ["markdown", "plot", "write_report", "write_test_suite"]
 
@@ -154,6 +156,27 @@ def _link(target: Path, link: Path) -> None:
     link.symlink_to(target.resolve())
 
 
+def _unreadable(
+    group: Sequence[ItemResult], directory: EvalDirectory, cache: dict[str, dict[str, set[str]]]
+) -> str | None:
+    """Why the official evaluator would stop on this set (its first unreadable gold line and
+    how many there are), or None when it reads every line."""
+    problems = []
+    for it in group:
+        if it.db_id not in cache:
+            cache[it.db_id] = spider_tables_of(directory.entries[it.db_id])
+        problem = evaluator_problem(it.gold, cache[it.db_id])
+        if problem is not None:
+            problems.append((it.position, problem))
+    if not problems:
+        return None
+    line, problem = problems[0]
+    return (
+        f"{len(problems)} of {len(group)} gold lines are outside the official evaluator's "
+        f"grammar (first: line {line + 1}, {problem})"
+    )
+
+
 def write_test_suite(out: Path, directory: EvalDirectory, items: Sequence[ItemResult]) -> list[str]:
     """gold/pred files per set and links to the databases, as test-suite-sql-eval reads them."""
     root = out / "test-suite"
@@ -165,18 +188,28 @@ def write_test_suite(out: Path, directory: EvalDirectory, items: Sequence[ItemRe
     if has_pred:
         (root / "pred").mkdir(exist_ok=True)
     files = []
-    commands = ["#!/bin/sh", "# test-suite-sql-eval's evaluation.py (its checkout: $TS)", "set -e"]
+    commands = [
+        "#!/bin/sh",
+        "# test-suite-sql-eval's evaluation.py (its checkout: $TS), every set it can read;",
+        "# a set with a gold line outside its grammar is skipped (it would stop on that line)",
+        "set -e",
+    ]
+    grammar: dict[str, dict[str, set[str]]] = {}
     for stem, group in by_set.items():
         group = sorted(group, key=lambda it: it.position)
-        gold = "".join(f"{_one_line(it.gold)}\t{it.db_id}\n" for it in group)
+        gold = "".join(gold_line(it.gold, it.db_id) for it in group)
         (root / "gold" / f"{stem}.txt").write_text(gold, encoding="utf-8")
         files.append(f"test-suite/gold/{stem}.txt")
         if has_pred:
             pred = "".join(f"{_one_line(it.pred) or 'SELECT'}\n" for it in group)
             (root / "pred" / f"{stem}.txt").write_text(pred, encoding="utf-8")
             files.append(f"test-suite/pred/{stem}.txt")
+            skip = _unreadable(group, directory, grammar)
+            if skip is not None:
+                commands.append(f"echo {shlex.quote(f'skip {stem}: {skip}')}")
+                continue
             commands.append(
-                'python3 "$TS/evaluation.py" --etype exec --db database --table tables.json '
+                'python3 "$TS/evaluation.py" --etype all --db database --table tables.json '
                 f"--gold gold/{shlex.quote(stem)}.txt --pred pred/{shlex.quote(stem)}.txt"
             )
     _link(directory.root / "database", root / "database")

@@ -46,6 +46,7 @@ from cta.apply.sample import seeded_rng
 from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable
 from cta.families.expressions import column_affinities, original_rows
 from cta.families.naming import _identifier
+from cta.formats.spider_grammar import spider_sql
 from cta.table import ForeignKey
 
 __all__ = ["Flatten", "FlattenPlan", "flatten_rewrite"]
@@ -247,7 +248,7 @@ class _Flattener:
             self._stars(select, pairs)
         for select in self.selects.values():
             self._remove_inner(select, pairs)
-        return self.tree.sql(dialect="sqlite") if self.changed else sql
+        return spider_sql(self.tree) if self.changed else sql
 
     def _check_name_joins(self) -> None:
         for select in self.selects.values():

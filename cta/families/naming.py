@@ -25,9 +25,10 @@ from cta.apply.database import (
     perturb_schema,
     sqlite_fold,
 )
+from cta.apply.identifiers import identifier_style, sql_identifier
 from cta.apply.sample import candidate_pools, seeded_rng
 from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable, carried_origin
-from cta.names import name_words, restyle, table_style
+from cta.names import name_words
 from cta.results import PerturbationResult
 from cta.table import Column, ColumnType, Table
 
@@ -216,10 +217,7 @@ def abbreviations(name: str) -> list[str]:
 
 def _identifier(natural: str, table: SqlTable, taken: set[str]) -> str | None:
     """``natural`` as an identifier in the style of ``table``'s, or None when it clashes."""
-    style = table_style([c.name for c in table.columns])
-    if style.joiner == " ":
-        style = dataclasses.replace(style, joiner="_")
-    ident = restyle(natural, style)
+    ident = sql_identifier(natural, identifier_style([c.name for c in table.columns]))
     return None if sqlite_fold(ident) in taken else ident
 
 
@@ -322,9 +320,7 @@ class TableRename:
         pools = candidate_pools(names, result, "rpl")
         rng = seeded_rng(seed, ctx.db_id, self.kind)
         taken = {sqlite_fold(t.name) for t in ctx.schema.tables}
-        style = table_style([t.name for t in ctx.schema.tables])
-        if style.joiner == " ":
-            style = dataclasses.replace(style, joiner="_")
+        style = identifier_style([t.name for t in ctx.schema.tables])
         table_map: dict[str, str] = {}
         labels: dict[Key, str] = {}
         named = {sqlite_fold(t.name) for t in used}
@@ -334,11 +330,8 @@ class TableRename:
             pool = [d.name for d in pools.get(i, [])]
             rng.shuffle(pool)
             for natural in pool:
-                ident = restyle(natural, style)
-                if (
-                    re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ident)
-                    and sqlite_fold(ident) not in taken
-                ):
+                ident = sql_identifier(natural, style)
+                if sqlite_fold(ident) not in taken:
                     taken.add(sqlite_fold(ident))
                     table_map[sql_table.name] = ident
                     labels[(sqlite_fold(ident), "")] = natural

@@ -44,6 +44,7 @@ from cta.table import InvalidTableError, Table
 __all__ = [
     "SpiderDataset",
     "database_path",
+    "gold_line",
     "load_spider",
     "natural_tables",
     "perturbed_entry",
@@ -342,6 +343,12 @@ def perturbed_record(
     if "query_toks_no_value" in record:
         new["query_toks_no_value"] = _no_value_tokens(query_tokens(query))
     return new
+
+
+def gold_line(sql: str | None, db_id: str) -> str:
+    """One line of a Spider gold file (``dev_gold.sql``): the query on one line, a tab, the
+    database id."""
+    return f"{' '.join((sql or '').split())}\t{db_id}\n"
 
 
 def write_json(path: str | Path, data: Any) -> None:
