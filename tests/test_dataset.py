@@ -99,7 +99,12 @@ def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:
     rpl = json.loads((out / "dev_rpl_s0.json").read_text())
     assert len(rpl) == 4  # the unbindable query is left out, listed in mappings.jsonl
     first = rpl[0]
-    assert set(first) == set(QUESTIONS[0]) | {"kind", "seed", "source_index"}
+    marks = {"evaluator_reads", "evaluator_problem"}
+    assert set(first) == set(QUESTIONS[0]) | {"kind", "seed", "source_index"} | marks
+    assert all(r["evaluator_reads"] and r["evaluator_problem"] is None for r in rpl)
+    # Spider's gold file beside the set: SQL<TAB>db_id per record
+    gold = (out / "dev_rpl_s0_gold.sql").read_text().splitlines()
+    assert gold == [f"{r['query']}\t{r['db_id']}" for r in rpl]
     assert (first["kind"], first["seed"], first["source_index"]) == ("rpl", 0, 0)
     assert [r["source_index"] for r in rpl] == [0, 1, 2, 3]  # dev:4 is the unbindable one
     originals = json.loads((out / "dev_original.json").read_text())
@@ -108,11 +113,14 @@ def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:
     entry = next(e for e in entries if e["db_id"] == first["db_id"])
     names = [n for _, n in entry["column_names_original"]]
     assert "Name" not in names[1:5] and "Age" not in names[1:5]
+    # identifiers in the schema's style (Singer_ID, Name, Age): bare, never quoted
     assert first["query"] in {
-        f"SELECT {n} FROM singer WHERE years > 20" for n in ('"full name"', "title")
+        f"SELECT {n} FROM singer WHERE Years > 20" for n in ("Full_name", "Title")
     }
+    natural = dict(zip(names, [n for _, n in entry["column_names"]], strict=True))
+    assert natural["Years"] == "years" and natural.get("Full_name", "full name") == "full name"
     assert first["sql"] == SQL_AGE  # RPL keeps column indices
-    assert first["query_toks"][-3:] == ["years", ">", "20"]
+    assert first["query_toks"][-3:] == ["Years", ">", "20"]
     # count(*) mentions no column: the original database
     assert rpl[1]["db_id"] == "music" and rpl[1]["query"] == QUESTIONS[1]["query"]
 
@@ -123,10 +131,10 @@ def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:
         "*",
         "Singer_ID",
         "Name",
-        "nickname",
+        "Nickname",  # added: an identifier in the table's style
         "Country",
         "Age",
-        "height",
+        "Height",
     ]
     assert added["primary_keys"] == [1, 7] and added["foreign_keys"] == [[9, 1]]
     # global column indices moved: age is column 5 now
@@ -161,7 +169,14 @@ def test_spider_output_is_reproducible_and_augment_triples(tmp_path: Path) -> No
     augmented = json.loads((outs[0] / "dev_augmented_s3.json").read_text())
     # every original, plus RPL and ADD of the 4 pairs whose SQL could be rewritten
     assert len(augmented) == 5 + 2 * 4
-    assert augmented[0] == {**QUESTIONS[0], "kind": "original", "seed": None, "source_index": 0}
+    assert augmented[0] == {
+        **QUESTIONS[0],
+        "kind": "original",
+        "seed": None,
+        "source_index": 0,
+        "evaluator_reads": True,
+        "evaluator_problem": None,
+    }
     assert {augmented[1]["db_id"], augmented[2]["db_id"]} == {"music_rpl_s3_v0", "music_add_s3_v0"}
 
 
