@@ -149,7 +149,7 @@ def test_spider_protocol_writes_consistent_files(tmp_path: Path) -> None:
         "singer id": "vocalist id",
         "year": "season",
     }
-    assert m["sql_mapping"]["concert"]["Year"] == "season"
+    assert m["sql_mapping"]["concert"]["Year"] == "Season"  # natural → identifier
     assert next(x for x in lines if x["id"] == "dev:4")["problem"].startswith("unknown_column")
 
 
