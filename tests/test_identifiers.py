@@ -34,7 +34,9 @@ from cta.table import Column, ColumnType, Table
         (["id", "name"], "Café owner", "cafe_owner"),
     ],
 )
-def test_identifier_follows_the_schema_style(schema: list[str], natural: str, expected: str) -> None:
+def test_identifier_follows_the_schema_style(
+    schema: list[str], natural: str, expected: str
+) -> None:
     ident = sql_identifier(natural, identifier_style(schema))
     assert ident == expected
     assert is_bare_identifier(ident)
@@ -70,13 +72,33 @@ def test_rpl_and_add_give_natural_names_and_identifiers_apart() -> None:
         columns=[
             ColumnPerturbations(
                 column="age",
-                replace=[Decision(name="age in years", type=ColumnType.NUMBER, e1=0.9, e2=0.9, source="dictionary")],
-                add=[Decision(name="average", type=ColumnType.NUMBER, e1=0.1, e2=0.1, source="retriever")],
+                replace=[
+                    Decision(
+                        name="age in years",
+                        type=ColumnType.NUMBER,
+                        e1=0.9,
+                        e2=0.9,
+                        source="dictionary",
+                    )
+                ],
+                add=[
+                    Decision(
+                        name="average", type=ColumnType.NUMBER, e1=0.1, e2=0.1, source="retriever"
+                    )
+                ],
             ),
             ColumnPerturbations(
                 column="song name",
-                replace=[Decision(name="order", type=ColumnType.TEXT, e1=0.9, e2=0.9, source="dictionary")],
-                add=[Decision(name="count", type=ColumnType.NUMBER, e1=0.1, e2=0.1, source="retriever")],
+                replace=[
+                    Decision(
+                        name="order", type=ColumnType.TEXT, e1=0.9, e2=0.9, source="dictionary"
+                    )
+                ],
+                add=[
+                    Decision(
+                        name="count", type=ColumnType.NUMBER, e1=0.1, e2=0.1, source="retriever"
+                    )
+                ],
             ),
         ],
     )
@@ -110,7 +132,11 @@ def test_a_candidate_whose_identifier_is_taken_is_not_drawn() -> None:
         columns=[
             ColumnPerturbations(
                 column="given name",
-                replace=[Decision(name="first name", type=ColumnType.TEXT, e1=0.9, e2=0.9, source="dictionary")],
+                replace=[
+                    Decision(
+                        name="first name", type=ColumnType.TEXT, e1=0.9, e2=0.9, source="dictionary"
+                    )
+                ],
             )
         ],
     )

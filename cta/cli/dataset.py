@@ -108,6 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         return error(f"dataset perturb: {exc.message} ({exc.problem})")
     if args.seeds < 1:
         return error("dataset perturb: --seeds must be at least 1")
+
     # Loaded on first use: the structural families (shuffle, flatten …) use neither the
     # judge nor the retriever, so they run without the index, vectors or judge.
     @functools.cache

@@ -63,6 +63,7 @@ from cta.apply.verify import (
     has_top_level_order,
 )
 from cta.families.naming import EquivalenceJudge
+from cta.formats.spider import suite_member_target, suite_members
 from cta.results import Kind, PerturbationResult, PerturbedTable
 from cta.table import InvalidTableError, Table
 
@@ -465,6 +466,8 @@ def materialise(
             target.parent.mkdir(parents=True, exist_ok=True)
             if db.path.resolve() != target.resolve():
                 shutil.copyfile(db.path, target)
+                for member in suite_members(db.path):  # a test suite: every database
+                    shutil.copyfile(member, target.parent / member.name)
         elif db.rows is not None:
             create_database(target, db.schema, db.rows)
         else:
@@ -473,14 +476,19 @@ def materialise(
         paths[db_id] = target
     for variant in result.variants.values():
         target = db_dir / variant.db_id / f"{variant.db_id}.sqlite"
-        materialise_perturbed(
-            paths[variant.source],
-            target,
-            databases[variant.source].schema,
-            variant.perturbation,
-            seed=variant.seed,
-            values=values,
-        )
+        source = paths[variant.source]
+        for src, dst in [
+            (source, target),
+            *((m, suite_member_target(m, variant.source, target)) for m in suite_members(source)),
+        ]:
+            materialise_perturbed(
+                src,
+                dst,
+                databases[variant.source].schema,
+                variant.perturbation,
+                seed=variant.seed,
+                values=values,
+            )
         paths[variant.db_id] = target
     return paths
 

@@ -46,6 +46,8 @@ from cta.formats.spider import (
     perturbed_record,
     remap_tables,
     sql_schema,
+    suite_member_target,
+    suite_members,
     write_json,
 )
 from cta.formats.spider_grammar import evaluator_problem, spider_tables_of
@@ -148,9 +150,15 @@ class SpiderFormat:
                 target = out / "database" / variant.db_id / f"{variant.db_id}.sqlite"
                 schema = databases[variant.source].schema
                 edit, seed = variant.edit, variant.seed
-                materialise_edit(
-                    paths[variant.source], target, edit, schema, seed=seed, values=values
-                )
+                source = paths[variant.source]
+                for src, dst in [
+                    (source, target),
+                    *(
+                        (m, suite_member_target(m, variant.source, target))
+                        for m in suite_members(source)
+                    ),
+                ]:
+                    materialise_edit(src, dst, edit, schema, seed=seed, values=values)
                 paths[variant.db_id] = target
             seconds["families"] = round(time.perf_counter() - t0, 3)
             result = ProtocolResult(

@@ -30,6 +30,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Tokenizer, TokenType
 
 from cta.apply.verify import ExecutionError, execute
+from cta.formats.spider import suite_members
 from cta.lru import LRUCache
 
 Status = Literal["correct", "wrong", "pred_error", "gold_error", "no_prediction"]
@@ -134,8 +135,8 @@ class ExecutionScorer:
     ) -> None:
         self.timeout = timeout
         self.keep_distinct = keep_distinct
-        self._cache: LRUCache[tuple[str, str], list[tuple[Any, ...]] | ExecutionError] = (
-            LRUCache(cache_size)
+        self._cache: LRUCache[tuple[str, str], list[tuple[Any, ...]] | ExecutionError] = LRUCache(
+            cache_size
         )
 
     def _run(self, db: Path, sql: str) -> list[tuple[Any, ...]] | ExecutionError:
@@ -156,16 +157,23 @@ class ExecutionScorer:
         return sql if self.keep_distinct else remove_distinct(sql)
 
     def score(self, db: str | Path, gold: str, pred: str | None) -> ExecutionOutcome:
-        """Run gold and prediction on ``db`` and compare their results."""
+        """Run gold and prediction on ``db`` and compare their results — on every database
+        of its test suite (each ``.sqlite`` beside it), as test-suite-sql-eval does: correct
+        only when they agree on all of them."""
         if pred is None or not pred.strip():
             return ExecutionOutcome("no_prediction", "no prediction")
         gold_sql, pred_sql = self.prepare(gold), self.prepare(pred)
-        expected = self._run(Path(db), gold_sql)
-        if isinstance(expected, ExecutionError):
-            return ExecutionOutcome("gold_error", f"gold query fails: {expected}")
-        got = self._run(Path(db), pred_sql)
-        if isinstance(got, ExecutionError):
-            return ExecutionOutcome("pred_error", f"prediction fails: {got}")
-        if result_eq(expected, got, order_matters(gold_sql)):
-            return ExecutionOutcome("correct")
-        return ExecutionOutcome("wrong", f"{len(expected)} gold rows, {len(got)} predicted")
+        main = Path(db)
+        for path in [main, *suite_members(main)]:
+            where = "" if path == main else f" (suite database {path.name})"
+            expected = self._run(path, gold_sql)
+            if isinstance(expected, ExecutionError):
+                return ExecutionOutcome("gold_error", f"gold query fails{where}: {expected}")
+            got = self._run(path, pred_sql)
+            if isinstance(got, ExecutionError):
+                return ExecutionOutcome("pred_error", f"prediction fails{where}: {got}")
+            if not result_eq(expected, got, order_matters(gold_sql)):
+                return ExecutionOutcome(
+                    "wrong", f"{len(expected)} gold rows, {len(got)} predicted{where}"
+                )
+        return ExecutionOutcome("correct")

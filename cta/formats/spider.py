@@ -45,6 +45,8 @@ __all__ = [
     "SpiderDataset",
     "database_path",
     "gold_line",
+    "suite_member_target",
+    "suite_members",
     "load_spider",
     "natural_tables",
     "perturbed_entry",
@@ -80,6 +82,25 @@ class SpiderDataset:
 def database_path(db_dir: str | Path, db_id: str) -> Path:
     """Spider's layout: ``<db_dir>/<db_id>/<db_id>.sqlite``."""
     return Path(db_dir) / db_id / f"{db_id}.sqlite"
+
+
+def suite_members(main: Path) -> list[Path]:
+    """The other databases of a test suite (test-suite-sql-eval's layout: several ``.sqlite``
+    files in a database's folder, every one of which a query must agree on): each
+    ``*.sqlite`` beside ``main``, sorted by name; empty for a plain Spider folder."""
+    return sorted(p for p in main.parent.glob("*.sqlite") if p.name != main.name and p.is_file())
+
+
+def suite_member_target(member: Path, source_id: str, target_main: Path) -> Path:
+    """Where a suite member of database ``source_id`` goes beside ``target_main`` (the
+    perturbed database's main file): its name with the database id swapped."""
+    db_id = target_main.stem
+    name = member.name
+    if name.startswith(source_id):
+        name = db_id + name[len(source_id) :]
+    elif not name.startswith(db_id):
+        name = f"{db_id}_{name}"
+    return target_main.parent / name
 
 
 def _read_json(path: Path) -> Any:

@@ -51,9 +51,7 @@ UNIT_OPS = ("-", "+", "*", "/")
 AGGREGATES = ("max", "min", "count", "sum", "avg")
 SET_OPS = ("intersect", "union", "except")
 
-_WORD = re.compile(
-    r"\s+|(?P<tok>__value\d+__|(?<=\s)-\d+(?:\.\d+)?|[a-z0-9_]+(?:\.[a-z0-9_]+)?|.)"
-)
+_WORD = re.compile(r"\s+|(?P<tok>__value\d+__|(?<=\s)-\d+(?:\.\d+)?|[a-z0-9_]+(?:\.[a-z0-9_]+)?|.)")
 
 
 class EvaluatorGrammarError(ValueError):
