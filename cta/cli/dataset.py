@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,8 +19,10 @@ from typing import Any
 
 from cta.cli._io import check_input_path, error, print_json, settings_with_index
 from cta.datasets import FORMATS, perturb_dataset
+from cta.datasets.layouts import LAYOUTS, write_drspider, write_hf
 from cta.families.base import FAMILY_KINDS
 from cta.pipeline import PerturbOptions, Pipeline
+from cta.provenance import build_manifest, write_manifest
 from cta.results import PerturbationResult
 from cta.table import InvalidTableError, Table
 
@@ -58,6 +61,13 @@ def register(sub: Any) -> None:
     )
     run.add_argument("--synthesis-seed", type=int, default=0, help="seed of synthesised DBs")
     run.add_argument("--index", help="retriever index directory (default: the settings')")
+    run.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="cta",
+        help="output layout (Spider only): cta (default: question files beside tables.json "
+        "and database/), drspider (Dr.Spider's data/ folder) or hf (Parquet + dataset card)",
+    )
     run.set_defaults(func=_run)
 
 
@@ -98,6 +108,14 @@ def check_inputs(args: argparse.Namespace) -> None:
         check_input_path(args.questions, "file")
     if args.db_dir is not None:
         check_input_path(args.db_dir, "folder")
+    if args.layout != "cta" and args.format != "spider":
+        raise InvalidTableError(
+            "unsupported_layout", f"--layout {args.layout}: only for --format spider"
+        )
+    if args.layout == "drspider" and args.augment:
+        raise InvalidTableError(
+            "unsupported_layout", "--layout drspider holds evaluation sets, not --augment files"
+        )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -121,12 +139,17 @@ def _run(args: argparse.Namespace) -> int:
     def equivalent(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
         return pipeline().equivalent(pairs)
 
+    out = Path(args.out)
+    # another layout: the default one is written beside it first, then laid out anew
+    staging = out if args.layout == "cta" else out.parent / f".{out.name}.cta-staging"
+    if staging != out and staging.exists():
+        shutil.rmtree(staging)
     try:
         run = perturb_dataset(
             args.format,
             args.tables,
             args.questions,
-            args.out,
+            staging,
             propose,
             kinds,
             range(args.seeds),
@@ -140,6 +163,47 @@ def _run(args: argparse.Namespace) -> int:
         )
     except InvalidTableError as exc:
         return error(f"dataset perturb: invalid input: {exc.message} ({exc.problem})")
+    settings = settings_with_index(args.index)
+    manifest = build_manifest(
+        "cta dataset perturb",
+        settings,
+        {"tables": args.tables, "questions": args.questions, "db_dir": args.db_dir},
+        seeds=list(range(args.seeds)),
+        uses_models=pipeline.cache_info().currsize > 0,
+        extra={
+            "options": {
+                "format": args.format,
+                "kinds": kinds,
+                "augment": args.augment,
+                "verify": args.verify,
+                "values": args.values,
+                "synthesis_seed": args.synthesis_seed,
+                "layout": args.layout,
+            }
+        },
+    )
+    files = list(run.files)
+    if staging != out:
+        name = Path(args.questions).stem
+        try:
+            if args.layout == "drspider":
+                files = write_drspider(staging, out, name)
+                for folder in files:  # each set folder carries its own manifest
+                    inner = sorted(p.name for p in (out / folder).iterdir())
+                    write_manifest(out / folder, manifest, inner)
+            else:
+                files = write_hf(staging, out, name, manifest)
+        except InvalidTableError as exc:
+            return error(f"dataset perturb: {exc.message} ({exc.problem})")
+        for extra in ("mappings.jsonl", "verification.json"):
+            if (staging / extra).is_file():
+                shutil.move(str(staging / extra), str(out / extra))
+                files.append(extra)
+        shutil.rmtree(staging)
+        run = run.model_copy(update={"out_dir": str(out), "files": files})
+    else:
+        files = [f for f in files if "/" not in f] + ["database"]
+    write_manifest(out, manifest, files)
     summary = run.model_dump(mode="json")
     failed = 0
     if run.verification is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from cta.cli._io import check_input_path, error, print_json
@@ -19,7 +20,9 @@ from cta.evaluation.models import reference_model
 from cta.evaluation.predictions import EndpointPredictions, EntryPointPredictions, FilePredictions
 from cta.evaluation.report import markdown, write_report
 from cta.evaluation.scoring import evaluate
-from cta.evaluation.sets import load_directory
+from cta.evaluation.sets import EvalDirectory, load_directory
+from cta.provenance import MANIFEST, PROVENANCE_KEYS, build_manifest, disagreements, write_manifest
+from cta.settings import Settings
 from cta.table import InvalidTableError
 
 
@@ -64,6 +67,12 @@ def register(sub: Any) -> None:
         metavar="NAME:VALUE",
         help="HTTP header sent to the endpoint (repeatable)",
     )
+    p.add_argument(
+        "--allow-mixed-provenance",
+        action="store_true",
+        help="score sets whose manifests disagree on the judge or index (or that no manifest "
+        "lists) together",
+    )
     p.add_argument("--train", help="nearest-train: training questions (Spider train_spider.json)")
     p.add_argument("--train-tables", help="nearest-train: tables.json of the training questions")
     p.set_defaults(func=_run)
@@ -102,6 +111,20 @@ def _predictor(args: argparse.Namespace) -> Any:
     return reference_model(args.model, args.train, args.train_tables)
 
 
+def _provenance_problem(directory: EvalDirectory) -> str | None:
+    """Why the sets of ``directory`` should not be scored together: their manifests disagree
+    on the judge or the index, or a set is not the one its folder's manifest lists."""
+    if directory.unaccounted:
+        return (
+            f"{', '.join(directory.unaccounted)}: not what the folder's manifest lists "
+            "(changed, or copied from another run)"
+        )
+    found = disagreements(directory.manifests)
+    if found:
+        return "the sets were made with different " + " and ".join(found)
+    return None
+
+
 def _summary(report: Any) -> str:
     text = markdown(report, plot_file=None)
     return text[: text.find("## Per set")].rstrip() + "\n"
@@ -118,6 +141,9 @@ def _run(args: argparse.Namespace) -> int:
         unknown = sorted(set(only) - {s.stem for s in directory.sets})
         if unknown:
             return error(f"eval: --sets: no such set {', '.join(unknown)} in {args.directory}")
+    problem = _provenance_problem(directory)
+    if problem is not None and not args.allow_mixed_provenance:
+        return error(f"eval: {problem}; pass --allow-mixed-provenance to score them together")
     try:
         report, items = evaluate(
             directory,
@@ -132,7 +158,25 @@ def _run(args: argparse.Namespace) -> int:
         return error(f"eval: {exc.message} ({exc.problem})")
     if args.out:
         files = write_report(args.out, report, items, directory)
-        print(f"cta eval: wrote {len(files)} files under {args.out}", file=sys.stderr)
+        manifest = build_manifest(
+            "cta eval",
+            Settings(),
+            {"directory": Path(args.directory) / MANIFEST},
+            uses_models=False,
+            extra={
+                "parser": args.model or args.pred or args.endpoint or args.entry_point,
+                "sets": {
+                    s.stem: {
+                        key: (directory.manifests.get(s.stem) or {}).get(key)
+                        for key in PROVENANCE_KEYS
+                    }
+                    for s in directory.sets
+                },
+                "mixed_provenance_allowed": problem if args.allow_mixed_provenance else None,
+            },
+        )
+        write_manifest(args.out, manifest, [f for f in files if not f.startswith("test-suite/")])
+        print(f"cta eval: wrote {len(files) + 1} files under {args.out}", file=sys.stderr)
     if args.json:
         print_json(report)
     else:

@@ -212,8 +212,17 @@ def write_test_suite(out: Path, directory: EvalDirectory, items: Sequence[ItemRe
                 'python3 "$TS/evaluation.py" --etype all --db database --table tables.json '
                 f"--gold gold/{shlex.quote(stem)}.txt --pred pred/{shlex.quote(stem)}.txt"
             )
-    _link(directory.root / "database", root / "database")
-    _link(directory.root / "tables.json", root / "tables.json")
+    # the databases the sets name, one folder each (the layout the evaluator opens:
+    # database/<db_id>/*.sqlite), and their schemas in one tables.json
+    db_ids = sorted({it.db_id for it in items})
+    if (root / "database").is_symlink():
+        (root / "database").unlink()
+    (root / "database").mkdir(exist_ok=True)
+    for db_id in db_ids:
+        _link(directory.database(db_id).parent, root / "database" / db_id)
+    (root / "tables.json").unlink(missing_ok=True)
+    entries = [directory.entries[d] for d in db_ids]
+    (root / "tables.json").write_text(json.dumps(entries, indent=2) + "\n", encoding="utf-8")
     (root / "run.sh").write_text("\n".join(commands) + "\n", encoding="utf-8")
     os.chmod(root / "run.sh", 0o755)
     return [*files, "test-suite/database", "test-suite/tables.json", "test-suite/run.sh"]

@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from cta.evaluation.schema import SpiderSchema
+from cta.formats.drspider import (
+    DATABASES,
+    POST_DATABASES,
+    POST_QUESTIONS,
+    POST_TABLES,
+    is_drspider,
+    set_folders,
+)
 from cta.formats.spider import database_path
+from cta.provenance import file_sha256, read_manifest
 from cta.table import InvalidTableError
 
 __all__ = [
@@ -79,16 +88,20 @@ class QuestionSet:
 
 @dataclass
 class EvalDirectory:
-    """A perturbed dataset folder: schemas by ``db_id``, databases and question sets."""
+    """A perturbed dataset folder: schemas by ``db_id``, databases and question sets, and
+    the manifest each set came with (by set stem; none for a folder written without one)."""
 
     root: Path
     entries: dict[str, dict[str, Any]]
     sets: list[QuestionSet]
     skipped: list[str] = field(default_factory=list)  # files that are not evaluation sets
+    db_dirs: dict[str, Path] = field(default_factory=dict)  # db_id → its databases' folder
+    manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unaccounted: list[str] = field(default_factory=list)  # sets their manifest does not list
     _schemas: dict[str, SpiderSchema] = field(default_factory=dict, repr=False)
 
     def database(self, db_id: str) -> Path:
-        return database_path(self.root / "database", db_id)
+        return database_path(self.db_dirs.get(db_id, self.root / "database"), db_id)
 
     def schema(self, db_id: str) -> SpiderSchema:
         """The parsed ``tables.json`` entry of ``db_id`` (cached)."""
@@ -160,6 +173,8 @@ def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalD
     root = Path(root)
     if not root.is_dir():
         raise InvalidTableError("not_found", f"{root}: no such folder")
+    if is_drspider(root):
+        return _load_drspider(root, only)
     tables = root / "tables.json"
     if not tables.is_file():
         raise InvalidTableError("not_a_perturbed_dataset", f"{root}: no tables.json")
@@ -205,7 +220,67 @@ def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalD
             sets.append(
                 QuestionSet(name, stem, kind, seed, _questions(path, stem, records, entries))
             )
-    return EvalDirectory(root, entries, sets, skipped)
+    directory = EvalDirectory(root, entries, sets, skipped)
+    manifest = read_manifest(root)
+    if manifest is not None:
+        listed = manifest.get("outputs") or {}
+        for s in sets:
+            file = f"{s.stem}.json"
+            if listed.get(file) == file_sha256(root / file):
+                directory.manifests[s.stem] = manifest
+            else:
+                directory.unaccounted.append(file)
+    return directory
+
+
+def _load_drspider(root: Path, only: Sequence[str] | None) -> EvalDirectory:
+    """Dr.Spider's layout (:mod:`cta.formats.drspider`): ``Spider-<name>/`` and a folder per
+    set; every folder's tables and databases make one directory."""
+    [base] = sorted(root.glob("Spider-*/tables.json"))[:1]
+    name = base.parent.name[len("Spider-") :]
+    entries: dict[str, dict[str, Any]] = {}
+    db_dirs: dict[str, Path] = {}
+    for e in _read_list(base):
+        entries[e["db_id"]] = e
+        db_dirs[e["db_id"]] = base.parent / DATABASES
+    folders = set_folders(root)
+    for folder in folders:
+        if (folder / POST_TABLES).is_file():
+            for e in _read_list(folder / POST_TABLES):
+                if e["db_id"] not in entries:
+                    entries[e["db_id"]] = e
+                    db_dirs[e["db_id"]] = folder / POST_DATABASES
+    stem = base.parent.name
+    original = base.parent / "questions.json"
+    sets = [
+        QuestionSet(
+            name, stem, ORIGINAL, None, _questions(original, stem, _read_list(original), entries)
+        )
+    ]
+    manifest = read_manifest(root)
+    directory = EvalDirectory(root, entries, sets, db_dirs=db_dirs)
+    for folder in folders:
+        if only is not None and folder.name not in only:
+            continue
+        records = _read_list(folder / POST_QUESTIONS)
+        match = _SEEDED.match(folder.name)
+        kinds = {str(r.get("kind")) for r in records}
+        kind = kinds.pop() if len(kinds) == 1 else (folder.name.split("_", 1)[-1])
+        seed = int(match["seed"]) if match else None
+        questions = _questions(folder / POST_QUESTIONS, folder.name, records, entries)
+        sets.append(QuestionSet(name, folder.name, kind, seed, questions))
+        # a set folder carries its own manifest (which lists its questions file)
+        own = read_manifest(folder)
+        if own is None:
+            if manifest is not None:
+                directory.unaccounted.append(folder.name)
+            continue
+        listed = (own.get("outputs") or {}).get(POST_QUESTIONS)
+        if listed == file_sha256(folder / POST_QUESTIONS):
+            directory.manifests[folder.name] = own
+        else:
+            directory.unaccounted.append(folder.name)
+    return directory
 
 
 def _set_order(path: Path) -> tuple[str, int]:

@@ -1,0 +1,384 @@
+"""The field's file formats: the official evaluator's grammar, gold files, test suites,
+Dr.Spider's layout, the Hugging Face export and the provenance manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlglot
+from conftest import SHARED
+from dataset_fixtures import write_spider
+from test_dataset import QUESTIONS, TABLES, propose
+
+from cta.cli.main import main
+from cta.datasets import perturb_dataset
+from cta.evaluation.execution import ExecutionScorer
+from cta.formats.spider_grammar import evaluator_problem, spider_sql, spider_tables_of
+from cta.provenance import disagreements, read_manifest
+
+SPIDER = SHARED / "data" / "spider"
+CONCERT = {
+    "singer": {"singer_id", "name", "country", "age", "song_name"},
+    "concert": {"concert_id", "concert_name", "year", "stadium_id"},
+}
+
+
+# -- the official evaluator's grammar -------------------------------------------------------------
+def test_every_spider_dev_gold_query_reads() -> None:
+    """The rules restated here accept every gold query of Spider dev (the evaluator's own)."""
+    if not (SPIDER / "dev.json").is_file():
+        pytest.skip("../shared/data/spider is not here")
+    tables = {
+        e["db_id"]: spider_tables_of(e) for e in json.loads((SPIDER / "tables.json").read_text())
+    }
+    records = json.loads((SPIDER / "dev.json").read_text())
+    problems = [(r["query"], evaluator_problem(r["query"], tables[r["db_id"]])) for r in records]
+    assert len(records) == 1034
+    assert [p for p in problems if p[1] is not None] == []
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ('SELECT "age in years" FROM singer', "column"),  # a quoted identifier is a value
+        ("SELECT name FROM singer ORDER BY Avg", "ends too early"),  # Avg is the aggregate
+        ("SELECT name FROM singer WHERE age <> 30", "'<>'"),
+        ("SELECT CAST(age AS INTEGER) FROM singer", "column 'cast'"),
+        ("SELECT name FROM singer WHERE age IS NULL", "column 'null'"),
+        ("SELECT name FROM singer WHERE NOT age IN (SELECT age FROM singer)", "column 'not'"),
+        ("SELECT count(*) AS n FROM singer", "column 'as'"),
+        (
+            "SELECT T1.name FROM singer AS T1 LEFT JOIN concert AS T2 ON T1.singer_id = T2.year",
+            "table 'left'",
+        ),
+        ('SELECT name FROM singer WHERE name = "O\'Brien"', "odd number of quotes"),
+        ("SELECT name FROM singer LIMIT x", "not an integer"),
+        ("SELECT substr(name, 1, 2) FROM singer", "column 'substr'"),
+    ],
+)
+def test_what_stops_the_evaluator_is_named(sql: str, why: str) -> None:
+    problem = evaluator_problem(sql, CONCERT)
+    assert problem is not None and why in problem, problem
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT name FROM singer WHERE age != 30 AND name NOT LIKE '%a%'",
+        "SELECT T1.name FROM singer AS T1 JOIN concert AS T2 ON T1.singer_id = T2.stadium_id",
+        "SELECT name FROM singer WHERE age NOT IN (SELECT year FROM concert) ORDER BY age DESC LIMIT 3",
+        "SELECT count(DISTINCT country), avg(age) FROM singer GROUP BY country HAVING count(*) > 1",
+        "SELECT name FROM singer WHERE age BETWEEN -5 AND 30 INTERSECT SELECT name FROM singer",
+        "SELECT age_in_years FROM singer".replace("age_in_years", "age"),
+    ],
+)
+def test_the_grammar_reads_spider_sql(sql: str) -> None:
+    assert evaluator_problem(sql, CONCERT) is None
+
+
+def test_generated_sql_uses_the_evaluators_spellings() -> None:
+    tree = sqlglot.parse_one(
+        "SELECT name FROM singer WHERE age <> 3 AND NOT age IN (SELECT year FROM concert)"
+        " AND NOT country IS NULL",
+        read="sqlite",
+    )
+    assert tree.sql(dialect="sqlite").count("<>") == 1  # sqlglot's own spelling
+    text = spider_sql(tree)
+    assert "age != 3" in text and "age NOT IN (SELECT" in text and "country IS NOT NULL" in text
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE singer (name TEXT, age INT, country TEXT); CREATE TABLE concert (year INT);"
+        "INSERT INTO singer VALUES ('a', 3, 'x'), ('b', 4, 'y'), ('c', 5, NULL);"
+        "INSERT INTO concert VALUES (5);"
+    )
+    original = tree.sql(dialect="sqlite")
+    assert conn.execute(text).fetchall() == conn.execute(original).fetchall() == [("b",)]
+
+
+# -- the Spider driver's files --------------------------------------------------------------------
+def _perturb(tmp_path: Path, kinds: tuple[str, ...] = ("rpl", "add"), **options: Any) -> Path:
+    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    out = tmp_path / "out"
+    perturb_dataset("spider", tables, questions, out, propose, kinds, (0, 1), **options)
+    return out
+
+
+def test_gold_files_beside_every_set_and_marks_agree_with_the_grammar(tmp_path: Path) -> None:
+    out = _perturb(tmp_path, ("rpl", "add", "shuffle", "content-equivalence"))
+    entries = {e["db_id"]: e for e in json.loads((out / "tables.json").read_text())}
+    sets = sorted(out.glob("dev_*_s*.json")) + [out / "dev_original.json"]
+    assert len(sets) == 9
+    originals = json.loads((out / "dev_original.json").read_text())
+    readable = {r["source_index"] for r in originals if r["evaluator_reads"]}
+    assert len(readable) == len(originals) - 1  # the fixture's broken query ('nope')
+    for path in sets:
+        records = json.loads(path.read_text())
+        gold = (out / f"{path.stem}_gold.sql").read_text().splitlines()
+        assert gold == [f"{r['query']}\t{r['db_id']}" for r in records]
+        for r in records:
+            problem = evaluator_problem(r["query"], spider_tables_of(entries[r["db_id"]]))
+            assert (r["evaluator_reads"], r["evaluator_problem"]) == (problem is None, problem)
+        if "content-equivalence" not in path.stem:  # a readable original stays readable
+            kept = [r for r in records if r["source_index"] in readable]
+            assert kept and all(r["evaluator_reads"] for r in kept), path.name
+
+
+def test_a_test_suite_is_migrated_whole_and_scored_on_every_database(tmp_path: Path) -> None:
+    """Two databases per db_id (test-suite-sql-eval's layout): both are migrated, and a
+    prediction right on one and wrong on the other is wrong."""
+    db_dir = tmp_path / "database"
+    (db_dir / "music").mkdir(parents=True)
+    schema = (
+        "CREATE TABLE singer (Singer_ID INT PRIMARY KEY, Name TEXT, Country TEXT, Age INT);"
+        "CREATE TABLE concert (concert_ID INT PRIMARY KEY, Name TEXT, Singer_ID INT, Year INT);"
+    )
+    for file, rows in (
+        ("music.sqlite", "(1,'a','x',30),(2,'b','y',10)"),
+        ("music_2.sqlite", "(1,'a','x',30),(2,'b','x',40)"),
+    ):
+        conn = sqlite3.connect(db_dir / "music" / file)
+        conn.executescript(schema + f"INSERT INTO singer VALUES {rows};")
+        conn.commit()
+        conn.close()
+    out = _perturb(tmp_path, ("rpl",), db_dir=db_dir)
+    rpl = json.loads((out / "dev_rpl_s0.json").read_text())
+    perturbed = rpl[0]["db_id"]
+    files = sorted(p.name for p in (out / "database" / perturbed).glob("*.sqlite"))
+    assert files == [f"{perturbed}.sqlite", f"{perturbed}_2.sqlite"]
+    assert sorted(p.name for p in (out / "database" / "music").glob("*.sqlite")) == [
+        "music.sqlite",
+        "music_2.sqlite",
+    ]
+    # the second database's rows were migrated too
+    conn = sqlite3.connect(out / "database" / perturbed / f"{perturbed}_2.sqlite")
+    assert conn.execute(rpl[0]["query"].replace("> 20", "> 35")).fetchall() == [("b",)]
+
+    scorer = ExecutionScorer()
+    main_db = out / "database" / "music" / "music.sqlite"
+    gold = "SELECT name FROM singer WHERE age > 20"
+    # right on music.sqlite (only 'a'), wrong on music_2.sqlite (a and b)
+    outcome = scorer.score(
+        main_db, gold, "SELECT name FROM singer WHERE country = 'x' AND age > 20 AND singer_id = 1"
+    )
+    assert outcome.status == "wrong" and "music_2.sqlite" in outcome.message
+    assert scorer.score(main_db, gold, gold).correct
+
+
+def _cli(*args: str) -> int:
+    return main(list(args))
+
+
+def test_drspider_layout_round_trip(tmp_path: Path) -> None:
+    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    # two structural families: no model needed
+    common = [
+        "--format",
+        "spider",
+        "--tables",
+        str(tables),
+        "--questions",
+        str(questions),
+        "--seeds",
+        "2",
+        "--kind",
+        "shuffle,opaque-keys",
+    ]
+    assert _cli("dataset", "perturb", *common, "--out", str(tmp_path / "cta")) == 0
+    assert (
+        _cli("dataset", "perturb", *common, "--out", str(tmp_path / "dr"), "--layout", "drspider")
+        == 0
+    )
+    dr = tmp_path / "dr"
+    assert not (tmp_path / ".dr.cta-staging").exists()
+    assert sorted(p.name for p in dr.iterdir()) == [
+        "DB_opaque-keys_s0", "DB_opaque-keys_s1", "DB_shuffle_s0", "DB_shuffle_s1",
+        "Spider-dev", "manifest.json", "mappings.jsonl",
+    ]  # fmt: skip
+    folder = dr / "DB_shuffle_s0"
+    post = json.loads((folder / "questions_post_perturbation.json").read_text())
+    pre = json.loads((folder / "questions_pre_perturbation.json").read_text())
+    assert len(post) == len(pre) > 0
+    assert [r["q_id_spider_dev"] for r in post] == [r["q_id_spider_dev"] for r in pre]
+    assert all(p["question"] == q["question"] for p, q in zip(post, pre, strict=True))
+    entries = json.loads((folder / "tables_post_perturbation.json").read_text())
+    for e in entries:
+        assert (
+            folder / "database_post_perturbation" / e["db_id"] / f"{e['db_id']}.sqlite"
+        ).is_file()
+    assert (
+        (folder / "gold_post_perturbation.sql")
+        .read_text()
+        .splitlines()[0]
+        .endswith(f"\t{post[0]['db_id']}")
+    )
+    assert (dr / "Spider-dev" / "databases" / "music" / "music.sqlite").is_file()
+    # cta eval reads both layouts to the same numbers
+    reports = []
+    for name in ("cta", "dr"):
+        assert (
+            _cli(
+                "eval",
+                str(tmp_path / name),
+                "--model",
+                "oracle",
+                "--out",
+                str(tmp_path / f"{name}-eval"),
+            )
+            == 0
+        )
+        reports.append(json.loads((tmp_path / f"{name}-eval" / "eval.json").read_text()))
+    by_kind = [{k["kind"]: (k["seeds"], k["pre"], k["post"]) for k in r["kinds"]} for r in reports]
+    assert by_kind[0] == by_kind[1] and set(by_kind[0]) == {"shuffle", "opaque-keys"}
+    manifest = read_manifest(tmp_path / "dr-eval")
+    assert manifest is not None and manifest["command"] == "cta eval"
+
+
+def test_manifest_says_what_made_the_folder(tmp_path: Path) -> None:
+    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    out = tmp_path / "out"
+    args = [
+        "--format",
+        "spider",
+        "--tables",
+        str(tables),
+        "--questions",
+        str(questions),
+        "--seeds",
+        "1",
+        "--kind",
+        "shuffle",
+    ]
+    assert _cli("dataset", "perturb", *args, "--out", str(out)) == 0
+    manifest = read_manifest(out)
+    assert manifest is not None
+    assert manifest["tool"]["name"] == "cta-perturb" and manifest["tool"]["version"]
+    assert manifest["seeds"] == [0] and manifest["options"]["kinds"] == ["shuffle"]
+    assert manifest["inputs"]["tables"]["sha256"] == hashlib.sha256(tables.read_bytes()).hexdigest()
+    assert (
+        manifest["outputs"]["dev_shuffle_s0.json"]
+        == hashlib.sha256((out / "dev_shuffle_s0.json").read_bytes()).hexdigest()
+    )
+    assert manifest["judge"]["sha256"] is None  # shuffle uses no model
+    assert "api_keys" not in manifest["settings"] and "rpl_threshold" in manifest["settings"]
+    # the same run again: the same manifest, byte for byte
+    again = tmp_path / "again"
+    assert _cli("dataset", "perturb", *args, "--out", str(again)) == 0
+    assert (again / "manifest.json").read_bytes() == (out / "manifest.json").read_bytes()
+
+
+def test_eval_refuses_sets_made_with_different_judges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    dr = tmp_path / "dr"
+    args = [
+        "--format",
+        "spider",
+        "--tables",
+        str(tables),
+        "--questions",
+        str(questions),
+        "--seeds",
+        "1",
+        "--kind",
+        "shuffle,opaque-keys",
+        "--layout",
+        "drspider",
+    ]
+    assert _cli("dataset", "perturb", *args, "--out", str(dr)) == 0
+    # a set folder made with another judge (its manifest says so)
+    folder = dr / "DB_shuffle_s0"
+    own = json.loads((folder / "manifest.json").read_text())
+    own["judge"] = {"location": "elsewhere", "sha256": "0" * 64}
+    (folder / "manifest.json").write_text(json.dumps(own))
+    other = json.loads((dr / "DB_opaque-keys_s0" / "manifest.json").read_text())
+    other["judge"] = {"location": "here", "sha256": "1" * 64}
+    (dr / "DB_opaque-keys_s0" / "manifest.json").write_text(json.dumps(other))
+    assert disagreements({"a": own, "b": other})
+    assert _cli("eval", str(dr), "--model", "oracle") == 2
+    err = capsys.readouterr().err
+    assert "different judge" in err and "--allow-mixed-provenance" in err
+    assert _cli("eval", str(dr), "--model", "oracle", "--allow-mixed-provenance") == 0
+    # a set file changed after the run is not what the manifest lists
+    cta = tmp_path / "cta"
+    assert _cli("dataset", "perturb", *args[:-2], "--out", str(cta)) == 0
+    path = cta / "dev_shuffle_s0.json"
+    path.write_text(path.read_text().replace("Names of", "Names for"))
+    assert _cli("eval", str(cta), "--model", "oracle") == 2
+    assert "dev_shuffle_s0.json: not what the folder's manifest lists" in capsys.readouterr().err
+
+
+def test_hf_export_has_parquet_card_and_databases(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    out = tmp_path / "hf"
+    args = [
+        "--format",
+        "spider",
+        "--tables",
+        str(tables),
+        "--questions",
+        str(questions),
+        "--seeds",
+        "2",
+        "--kind",
+        "shuffle",
+        "--layout",
+        "hf",
+    ]
+    assert _cli("dataset", "perturb", *args, "--out", str(out)) == 0
+    card = (out / "README.md").read_text()
+    header = card.split("---")[1]
+    import yaml
+
+    meta = yaml.safe_load(header)
+    assert meta["license"] == "cc-by-sa-4.0"
+    configs = {c["config_name"]: c["data_files"] for c in meta["configs"]}
+    assert set(configs) == {"original", "shuffle"}
+    for files in configs.values():
+        for f in files:
+            assert (out / f["path"]).is_file()
+    table = pq.read_table(out / "data" / "dev_shuffle_s1.parquet")
+    rows = table.to_pylist()
+    assert rows and {r["kind"] for r in rows} == {"shuffle"}
+    # the marks travel: the fixture's broken query ('nope') is marked unreadable, the rest read
+    assert [r["evaluator_reads"] for r in rows] == ["nope" not in r["query"] for r in rows]
+    assert json.loads(rows[0]["record"])["query"] == rows[0]["query"]
+    with zipfile.ZipFile(out / "databases.zip") as zf:
+        names = zf.namelist()
+    assert "database/music/music.sqlite" in names
+    assert read_manifest(out) is not None and "manifest.json" in card
+    # reproducible: the same export again gives the same bytes
+    again = tmp_path / "hf2"
+    assert _cli("dataset", "perturb", *args, "--out", str(again)) == 0
+    for f in ("README.md", "databases.zip", "data/dev_shuffle_s1.parquet", "manifest.json"):
+        assert (again / f).read_bytes() == (out / f).read_bytes(), f
+
+
+def test_layout_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    assert (
+        _cli(
+            "dataset",
+            "perturb",
+            "--format",
+            "spider",
+            "--tables",
+            str(tables),
+            "--questions",
+            str(questions),
+            "--out",
+            str(tmp_path / "o"),
+            "--layout",
+            "drspider",
+            "--augment",
+        )
+        == 2
+    )
+    assert "--layout drspider holds evaluation sets" in capsys.readouterr().err
