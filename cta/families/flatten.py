@@ -282,7 +282,18 @@ class _Flattener:
         return False
 
     def _names_read(self, scope: Scope) -> bool:
-        return scope.expression is not self.binder.tree
+        """Whether a SELECT's result names are read: it is a derived table or a CTE. The
+        top query, the branches of a set operation and a subquery in a condition are read
+        by position or value only (and the official evaluator reads no ``AS`` in SELECT)."""
+        node: exp.Expr | None = scope.expression
+        while node is not None and node is not self.binder.tree:
+            parent = node.parent
+            if isinstance(parent, exp.CTE):
+                return True
+            if isinstance(node, exp.Subquery) and isinstance(parent, (exp.From, exp.Join)):
+                return True
+            node = parent
+        return False
 
     def _replace(self, node: exp.Expression, new: exp.Expression) -> None:
         self.twin[id(node)].replace(new)

@@ -80,8 +80,8 @@ def _tokens(sql: str) -> list[str]:
             joined[-1] += "="
         else:
             joined.append(tok)
-    for a, b in zip(joined, joined[1:], strict=False):
-        if (a, b) == ("<", ">"):
+    for first, second in zip(joined, joined[1:], strict=False):
+        if (first, second) == ("<", ">"):
             raise EvaluatorGrammarError("'<>' (the evaluator's grammar knows '!=')")
     return [values.get(t, t) for t in joined]
 
@@ -307,7 +307,7 @@ def spider_tables_of(entry: Mapping[str, Any]) -> dict[str, set[str]]:
     return tables
 
 
-class _SpiderGenerator(SQLite.Generator):  # type: ignore[misc]
+class _SpiderGenerator(SQLite.Generator):  # type: ignore[misc,valid-type]
     """SQLite as sqlglot writes it, with the evaluator's spellings of negation."""
 
     def neq_sql(self, expression: exp.NEQ) -> str:
@@ -328,7 +328,7 @@ class _SpiderSQLite(SQLite):
     Generator = _SpiderGenerator
 
 
-def spider_sql(tree: exp.Expression) -> str:
+def spider_sql(tree: exp.Expr) -> str:
     """``tree`` written as SQLite in the evaluator's spellings: ``!=`` for ``<>``,
     ``x NOT IN (…)``/``x NOT LIKE …``/``x IS NOT NULL`` for ``NOT x …``."""
     return str(tree.sql(dialect=_SpiderSQLite()))
