@@ -83,7 +83,6 @@ ENTITY_CLASSES: tuple[str, ...] = (
 
 DEFAULT_ENTITY_HYPOTHESIS = "This table is about {entity}."
 
-
 def singularise(name: str) -> str:
     """The entity a table name stands for: words of the name with the last one made singular.
 

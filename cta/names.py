@@ -38,7 +38,6 @@ __all__ = [
     "word_zipf",
 ]
 
-
 @lru_cache(maxsize=200_000)
 def word_zipf(word: str) -> float:
     """wordfreq Zipf frequency of an English word (0 for unknown words)."""

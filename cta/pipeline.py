@@ -444,7 +444,9 @@ class Pipeline:
             g
             for g, order in orders.items()
             if all(
-                rule.add_possible(known_e1[key(g, col)]) for col in order if key(g, col) in known_e1
+                rule.add_possible(known_e1[key(g, col)])
+                for col in order
+                if key(g, col) in known_e1
             )
         }
         known_e2 = {k: e2 for k, (_, e2) in scores.items() if e2 is not None}
@@ -454,10 +456,7 @@ class Pipeline:
             for lo, hi in _waves(longest, self.settings.judge_add_waves):
                 wave = [g for g in orders if g in alive]
                 needed = dict.fromkeys(
-                    key(g, col)
-                    for g in wave
-                    for col in orders[g][lo:hi]
-                    if key(g, col) not in known
+                    key(g, col) for g in wave for col in orders[g][lo:hi] if key(g, col) not in known
                 )
                 known.update(self._entail(needed, reverse=reverse, should_stop=should_stop))
                 for g in wave:
@@ -655,7 +654,9 @@ class PairKey(NamedTuple):
         )
 
 
-def _decision(cand: Candidate, e1: float, e2: float, association: float | None = None) -> Decision:
+def _decision(
+    cand: Candidate, e1: float, e2: float, association: float | None = None
+) -> Decision:
     return Decision(
         name=cand.name,
         type=cand.type,

@@ -38,11 +38,7 @@ TINY_TABLES = [
         "columns": [{"name": "singer_name", "type": "text"}, {"name": "age", "type": "number"}],
         "rows": [],
         "targets": {
-            "singer_name": {
-                "equivalent": ["name"],
-                "associated": ["genre"],
-                "neither": ["vocalist"],
-            }
+            "singer_name": {"equivalent": ["name"], "associated": ["genre"], "neither": ["vocalist"]}
         },
     },
     {

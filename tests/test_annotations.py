@@ -99,8 +99,7 @@ def test_examples_label_every_human_judgement_and_never_use_dev(tmp_path: Path) 
     thesaurus = [e for e in examples if e.relation.startswith("thesaurus")]
     assert thesaurus and all(e.entity is None for e in thesaurus)
     assert len(thesaurus) == 2 * sum(
-        len(t["equivalent"]) + len(t["associated"])
-        for t in TINY_THESAURUS  # type: ignore[arg-type]
+        len(t["equivalent"]) + len(t["associated"]) for t in TINY_THESAURUS  # type: ignore[arg-type]
     )
 
 
@@ -127,10 +126,7 @@ def test_recipe_knobs_change_the_examples(tmp_path: Path) -> None:
     assert 2 * one["annotated-equivalent"] == full["annotated-equivalent"]
     assert not any(r.startswith("thesaurus") for r in count(replace(base, thesaurus=False)))
     assert sum(count(replace(base, repeats=3)).values()) == 3 * sum(full.values())
-    names = {
-        e.entity
-        for e in annotation_examples(tables, thesaurus, replace(base, context="table-name"))
-    }
+    names = {e.entity for e in annotation_examples(tables, thesaurus, replace(base, context="table-name"))}
     assert "novel" in names  # "novels" singularised
     with pytest.raises(ValueError):
         annotation_examples(tables, thesaurus, replace(base, repeats=0))

@@ -283,10 +283,7 @@ def test_int8_scores_near_a_threshold_are_rechecked_in_fp32(checkpoint: Path) ->
     distance = np.abs(fast - 0.65)
     margin = float(np.median(distance))
     model = entailment_model(
-        settings("int8", margin).model_copy(
-            update={"add_threshold": 0.65, "add_association": None}
-        ),
-        str(checkpoint),
+        settings("int8", margin).model_copy(update={"add_threshold": 0.65, "add_association": None}), str(checkpoint)
     )
     assert isinstance(model, RecheckedEntailment)
     got = model.entailment(premises, hypotheses)

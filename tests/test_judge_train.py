@@ -132,10 +132,7 @@ def test_supervision_is_deterministic_and_labelled(
     assert first.examples != other.examples
     labels = Counter(e.label for e in first.examples)
     assert labels["entailment"] > 50 and labels["neutral"] > 20 and labels["contradiction"] > 50
-    assert all(
-        scheme_label(RELATIONS[e.relation], e.relation, "three-way") == e.label
-        for e in first.examples
-    )
+    assert all(scheme_label(RELATIONS[e.relation], e.relation, "three-way") == e.label for e in first.examples)
     # three-way: only associated relations are neutral; the junk negatives are the third class
     neutral = {e.relation for e in first.examples if e.label == "neutral"}
     assert neutral and neutral <= ASSOCIATED_RELATIONS

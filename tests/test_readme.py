@@ -14,9 +14,7 @@ def test_readme_configuration_table_is_current() -> None:
     readme = (ROOT / "README.md").read_text()
     start = readme.index("<!-- settings-table:start -->\n") + len("<!-- settings-table:start -->\n")
     end = readme.index("<!-- settings-table:end -->")
-    assert readme[start:end] == settings_table(), (
-        "regenerate with service.settings.settings_table()"
-    )
+    assert readme[start:end] == settings_table(), "regenerate with service.settings.settings_table()"
 
 
 def test_ci_runs_the_readme_commands() -> None:

@@ -84,9 +84,7 @@ def added_column_values(
     if column_type is ColumnType.TIME:
         days = sorted(d for d in (_iso_day(v) for v in pool) if d is not None)
         if days:
-            return [
-                dt.date.fromordinal(rng.randint(days[0], days[-1])).isoformat() for _ in range(n)
-            ]
+            return [dt.date.fromordinal(rng.randint(days[0], days[-1])).isoformat() for _ in range(n)]
     return [generate_value(column_type, rng) for _ in range(n)]
 
 

@@ -72,12 +72,7 @@ def register(sub: Any) -> None:
         help="judge_train_* settings from a recipe file (the shipped judge's: "
         "models/judge.recipe.json); the options below override it",
     )
-    t.add_argument(
-        "--out",
-        type=Path,
-        metavar="DIR",
-        help="output dir (default: the shipped judge, models/judge)",
-    )
+    t.add_argument("--out", type=Path, metavar="DIR", help="output dir (default: the shipped judge, models/judge)")
     t.add_argument("--base-model", metavar="PATH", help="encoder to fine-tune (default: MiniLM)")
     t.add_argument("--examples", type=int, metavar="N", help="supervised pairs (default 60000)")
     t.add_argument("--epochs", type=float, metavar="N", help="epochs of the schedule")

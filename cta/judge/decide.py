@@ -132,9 +132,7 @@ class DecisionRule:
             rpl_aggregation=settings.rpl_aggregation,
             add_aggregation=settings.add_aggregation,
             add_association=settings.add_association,
-            add_top_k=settings.add_association_top_k
-            if settings.add_association is not None
-            else None,
+            add_top_k=settings.add_association_top_k if settings.add_association is not None else None,
         )
 
     def is_associated(self, association: float) -> bool:

@@ -337,7 +337,9 @@ def entailment_model(
     exact = load("fp32")
     thresholds = (settings.rpl_threshold, settings.add_threshold)
     association = () if settings.add_association is None else (settings.add_association,)
-    return RecheckedEntailment(model, exact, thresholds, settings.judge_recheck_margin, association)
+    return RecheckedEntailment(
+        model, exact, thresholds, settings.judge_recheck_margin, association
+    )
 
 
 # -- the bidirectional judge ----------------------------------------------------------------

@@ -125,7 +125,6 @@ def scheme_label(label: Label, relation: str, scheme: LabelScheme) -> Label:
     associated = HUMAN_ASSOCIATED_RELATIONS if scheme == "three-way-human" else ASSOCIATED_RELATIONS
     return "neutral" if relation in associated else "contradiction"
 
-
 # Share of the examples per relation (normalised); a relation with too few distinct pairs
 # yields what it has, which the training manifest records.
 DEFAULT_MIX: dict[str, float] = {
@@ -833,9 +832,7 @@ def question_synonym_pairs(
                     if tuple(bases[i : i + len(old)]) == old:
                         renamed = " ".join([*words[:i], *new, *words[i + len(old) :]])
                         if renamed != text:
-                            pairs.add(
-                                (tables[t] or None, text, spider_column_type(spider_type), renamed)
-                            )
+                            pairs.add((tables[t] or None, text, spider_column_type(spider_type), renamed))
                         break
     return sorted(pairs, key=lambda p: (p[0] or "", p[1], p[3]))
 
@@ -1409,7 +1406,6 @@ def build_supervision(
                     continue
             seen.add(key)
             candidates.append((pair, relation))
-
     # Drop text pairs that received two labels (in either direction).
     def label_of(relation: str) -> Label:
         return scheme_label(RELATIONS[relation], relation, scheme)

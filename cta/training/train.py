@@ -205,11 +205,7 @@ def train_judge(
         mix=mix,
         validation_share=validation_share,
     )
-    log.info(
-        "judge supervision: %d training, %d validation pairs",
-        len(data.training),
-        len(data.validation),
-    )
+    log.info("judge supervision: %d training, %d validation pairs", len(data.training), len(data.validation))
 
     if threads is not None:
         torch.set_num_threads(threads)
