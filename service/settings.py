@@ -85,6 +85,9 @@ class ServiceSettings(Settings):
         default=None, description="Service the `cta jobs` client calls (default: host:port)"
     )
     api_key: str | None = Field(default=None, description="Bearer key the `cta jobs` client sends")
+    review_rows: int = Field(
+        default=3, ge=0, le=50, description="Rows of each table the review page shows"
+    )
 
     # -- derived ------------------------------------------------------------------------------
     def resolved_database_url(self) -> str:
