@@ -271,3 +271,79 @@ def test_a_spider_job_is_reviewable_and_an_eval_or_bad_kind_page_is_not_a_500(
     assert items(client, job_id, ONE)
     page = client.get(f"/review/jobs/{job_id}", headers=ONE)
     assert page.status_code == 200 and "pet" in page.text
+
+
+PETS_QUESTIONS = [
+    {"db_id": "pets", "question": "Names of students?", "query": "SELECT Fname FROM Student"},
+    {
+        "db_id": "pets",
+        "question": "How many pets are older than 2?",
+        "query": "SELECT count(*) FROM Pets WHERE pet_age > 2",
+    },
+    {
+        "db_id": "pets",
+        "question": "Student ids and names",
+        "query": "SELECT StuID, Fname FROM Student ORDER BY StuID",
+    },
+]
+
+
+def test_cli_export_writes_the_curated_dataset_verified_and_annotations_for_training(
+    tmp_path: Path,
+) -> None:
+    """A Spider job reviewed over HTTP; ``cta review export`` perturbs the dataset with the
+    accepted names only, the execution check finds 0 failures, and judge training's reader
+    reads the annotations folder."""
+    from cta.annotations import load_annotated_tables, load_thesaurus
+    from cta.cli.main import main
+
+    settings = _settings(tmp_path)
+    with running_app(settings, workers=1) as (client, _):
+        job_id = done_job(client, {"kind": "spider", "spider": [PETS]}, ONE)
+        found = items(client, job_id, ONE)
+        accepted_names, rejected_names = [], []
+        for i, item in enumerate(i for i in found if i["data-kind"] == "rpl"):
+            verdict = "accept" if i % 2 == 0 else "reject"
+            assert act(client, job_id, item, ONE, action=verdict).status_code == 200
+            (accepted_names if verdict == "accept" else rejected_names).append(item["data-name"])
+        assert accepted_names and rejected_names
+    tables = tmp_path / "tables.json"
+    tables.write_text(json.dumps([PETS]))
+    questions = tmp_path / "dev.json"
+    questions.write_text(json.dumps(PETS_QUESTIONS))
+    out = tmp_path / "export"
+    code = main(
+        [
+            "review",
+            "export",
+            job_id,
+            "--out",
+            str(out),
+            "--database-url",
+            settings.resolved_database_url(),
+            "--api-key",
+            "key-one",
+            "--annotations-base",
+            "none",
+            "--tables",
+            str(tables),
+            "--questions",
+            str(questions),
+            "--kind",
+            "rpl",
+        ]
+    )
+    assert code == 0
+    verification = json.loads((out / "dataset" / "verification.json").read_text())
+    assert verification["checks"] == 3 and verification["by_status"] == {"ok": 3}
+    schema = json.loads((out / "dataset" / "tables.json").read_text())
+    used = {n for entry in schema for _, n in entry["column_names"]}
+    assert set(accepted_names) & used and not set(rejected_names) & used
+    rows = load_annotated_tables(out / "annotations", "train")
+    assert rows and load_thesaurus(out / "annotations") == ()
+    judged = {n for row in rows for t in row.targets.values() for n in t.equivalent}
+    assert judged == set(accepted_names)
+    # Another key's job is unknown to the CLI as to the service.
+    assert main(["review", "export", job_id, "--out", str(tmp_path / "x"), "--database-url",
+                 settings.resolved_database_url(), "--api-key", "key-two"]) == 2
+
