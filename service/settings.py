@@ -88,6 +88,9 @@ class ServiceSettings(Settings):
     review_rows: int = Field(
         default=3, ge=0, le=50, description="Rows of each table the review page shows"
     )
+    review_page_columns: int = Field(
+        default=100, ge=1, le=100_000, description="Target columns per review page"
+    )
 
     # -- derived ------------------------------------------------------------------------------
     def resolved_database_url(self) -> str:

@@ -197,17 +197,28 @@ def test_other_keys_jobs_unknown_jobs_and_bad_input_are_clear_4xx(client: TestCl
     for body in bad_bodies:
         answer = client.post(url, json=body, headers=ONE)
         assert answer.status_code == 422 and answer.json()["problem"] == "invalid_request", body
-    assert client.post(url, content=b"{", headers={**ONE, "Content-Type": "application/json"}).json()[
-        "problem"
-    ] == "malformed_json"
-    assert client.post(url, content=b"x", headers={**ONE, "Content-Type": "text/plain"}).status_code == 415
+    assert (
+        client.post(url, content=b"{", headers={**ONE, "Content-Type": "application/json"}).json()[
+            "problem"
+        ]
+        == "malformed_json"
+    )
+    assert (
+        client.post(url, content=b"x", headers={**ONE, "Content-Type": "text/plain"}).status_code
+        == 415
+    )
     huge = {"action": "accept", "version": 10**120}
     assert client.post(url, json=huge, headers=ONE).status_code == 422
     missing = client.post(
         f"/review/jobs/{job_id}/items/999999", json={"action": "accept", "version": 1}, headers=ONE
     )
     assert missing.status_code == 404
-    assert client.post(f"/review/jobs/{job_id}/items/0", json={"action": "accept", "version": 1}, headers=ONE).status_code == 422
+    assert (
+        client.post(
+            f"/review/jobs/{job_id}/items/0", json={"action": "accept", "version": 1}, headers=ONE
+        ).status_code
+        == 422
+    )
     assert client.get(f"/review/jobs/{job_id}?order=sideways", headers=ONE).status_code == 422
     names = f"/review/jobs/{job_id}/names"
     for body in (
@@ -344,6 +355,38 @@ def test_cli_export_writes_the_curated_dataset_verified_and_annotations_for_trai
     judged = {n for row in rows for t in row.targets.values() for n in t.equivalent}
     assert judged == set(accepted_names)
     # Another key's job is unknown to the CLI as to the service.
-    assert main(["review", "export", job_id, "--out", str(tmp_path / "x"), "--database-url",
-                 settings.resolved_database_url(), "--api-key", "key-two"]) == 2
+    assert (
+        main(
+            [
+                "review",
+                "export",
+                job_id,
+                "--out",
+                str(tmp_path / "x"),
+                "--database-url",
+                settings.resolved_database_url(),
+                "--api-key",
+                "key-two",
+            ]
+        )
+        == 2
+    )
 
+
+def test_a_long_job_pages_by_columns_and_opens_where_the_reviewer_left_off(
+    tmp_path: Path,
+) -> None:
+    with running_app(_settings(tmp_path, review_page_columns=4), workers=1) as (client, _):
+        tables = [wtq_like_table(i, columns=3) for i in range(3)]  # 9 columns: 3 pages
+        job_id = done_job(client, {"kind": "tables", "tables": tables}, ONE)
+        first = client.get(f"/review/jobs/{job_id}?page=1", headers=ONE).text
+        assert "Page 1 of 3" in first and 'id="next-page"' in first
+        assert 'id="prev-page"' not in first
+        for item in items(client, job_id, ONE):  # the resume page: page 1 while it has work
+            assert act(client, job_id, item, ONE, action="accept").status_code == 200
+        resumed = client.get(f"/review/jobs/{job_id}", headers=ONE).text
+        assert "Page 2 of 3" in resumed and 'id="prev-page"' in resumed
+        assert 'data-done-elsewhere="' in resumed and 'data-done-elsewhere="0"' not in resumed
+        beyond = client.get(f"/review/jobs/{job_id}?page=4", headers=ONE)
+        assert beyond.status_code == 404 and "3 pages" in beyond.text
+        assert client.get(f"/review/jobs/{job_id}?page=0", headers=ONE).status_code == 422

@@ -4,7 +4,7 @@ Spider job with the keyboard alone — accept, reject, label, edit, add, undo, h
 export — and the exported files are checked, the curated dataset by execution.
 
 Skips only when chromium or chromedriver is absent (``scripts/install --dev`` installs both;
-CI has them). ``CTA_REVIEW_SCREENSHOTS=DIR`` keeps the screenshots the README shows.
+CI has them, and sets ``CTA_TEST_BROWSER=required`` so that their absence fails there). ``CTA_REVIEW_SCREENSHOTS=DIR`` keeps the screenshots the README shows.
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 KEY = "browser-key"
 
+HAVE_BROWSER = CHROMIUM.is_file() and CHROMEDRIVER.is_file()
+if not HAVE_BROWSER and os.environ.get("CTA_TEST_BROWSER") == "required":
+    raise RuntimeError("CTA_TEST_BROWSER=required, but /usr/bin/chromium or chromedriver is absent")
 pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()),
+    not HAVE_BROWSER,
     reason="needs Debian's chromium and chromium-driver (/usr/bin/chromium, /usr/bin/chromedriver):"
     " apt-get install chromium chromium-driver, or bash scripts/install --dev",
 )
@@ -123,7 +126,8 @@ def _wait(driver: WebDriver, check: object, what: str, timeout: float = 10) -> N
     # A page reloading under the check (after adding a name) is waited out, not a failure.
     ignored = (StaleElementReferenceException, NoSuchElementException)
     WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=ignored).until(
-        lambda d: check(d), message=what  # type: ignore[operator]
+        lambda d: check(d),
+        message=what,  # type: ignore[operator]
     )
 
 
@@ -231,22 +235,27 @@ def test_a_reviewer_reviews_a_job_with_the_keyboard_alone_and_exports_it(
     _wait(driver, lambda d: not d.find_element(By.ID, "help").is_displayed(), "help closed")
     assert "item" in (_focused(driver).get_attribute("class") or "")
     # n: add one's own name to the focused name's column.
-    column = _focused(driver).find_element(By.XPATH, "./ancestor::section").get_attribute(
-        "data-target"
+    column = (
+        _focused(driver).find_element(By.XPATH, "./ancestor::section").get_attribute("data-target")
     )
     _keys(driver, "n")
     _wait(driver, lambda d: _focused(d).get_attribute("id") == "add-name", "the add form")
     _keys(driver, "my own name", Keys.ENTER)
     _wait(
         driver,
-        lambda d: "my own name" in [e.get_attribute("data-name") for e in d.find_elements(By.CSS_SELECTOR, ".item")],
+        lambda d: (
+            "my own name"
+            in [e.get_attribute("data-name") for e in d.find_elements(By.CSS_SELECTOR, ".item")]
+        ),
         "the added name",
     )
     _wait(driver, lambda d: _focused(d).get_attribute("data-name") == "my own name", "its focus")
     # Accept or reject every other name, keyboard only: g jumps to the next unreviewed.
     for _ in range(len(ids)):
         left = [
-            e for e in driver.find_elements(By.CSS_SELECTOR, ".item") if not e.get_attribute("data-mine")
+            e
+            for e in driver.find_elements(By.CSS_SELECTOR, ".item")
+            if not e.get_attribute("data-mine")
         ]
         if not left:
             break

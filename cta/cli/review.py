@@ -171,7 +171,10 @@ def curated_proposer(accepted: dict[str, PerturbationResult]) -> Any:
         return [
             accepted.get(table.id or "")
             or PerturbationResult(
-                table_id=table.id, primary_entity=table.name or "", entity_source="given", columns=[]
+                table_id=table.id,
+                primary_entity=table.name or "",
+                entity_source="given",
+                columns=[],
             )
             for table in tables
         ]

@@ -84,7 +84,9 @@ def _page_owner(
     try:
         return identify(request, _key(request, credentials))
     except ServiceProblem:
-        target = quote(str(request.url.path) + ("?" + request.url.query if request.url.query else ""))
+        target = quote(
+            str(request.url.path) + ("?" + request.url.query if request.url.query else "")
+        )
         return RedirectResponse(f"/review/login?next={target}", status_code=303)
 
 
@@ -153,26 +155,45 @@ def job_page(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     job_id: str,
     order: Annotated[Literal["table", "margin"], Query()] = "table",
+    page: Annotated[int | None, Query(ge=1, le=10**6)] = None,
 ) -> Response:
     owner = _page_owner(request, credentials)
     if isinstance(owner, Response):
         return owner
+    size = request.app.state.settings.review_page_columns
     try:
         review = _reviews(request).open(
             _job_id(job_id), owner, _who(owner), request.app.state.settings.review_rows
         )
         if review is None:
             raise _not_found(job_id)
+        columns = review.columns(order)
+        pages = max(1, -(-len(columns) // size))
+        if page is None:
+            # Resume: the page of the first column with a name this reviewer has not judged.
+            left = [
+                i for i, c in enumerate(columns) if any(v.mine is None or v.my_vote_stale for v in c.items)
+            ]
+            page = left[0] // size + 1 if left else 1
+        elif page > pages:
+            raise ServiceProblem(404, "not_found", f"page {page}: the job has {pages} pages")
     except ServiceProblem as problem:
         return _error_page(request, problem)
+    shown = columns[(page - 1) * size : page * size]
+    on_page = sum(
+        1 for c in shown for v in c.items if v.mine is not None and not v.my_vote_stale
+    )
     return templates.TemplateResponse(
         request,
         "job.html",
         {
             "review": review,
-            "columns": review.columns(order),
+            "columns": shown,
             "tables": {table.position: table for table in review.tables},
             "order": order,
+            "page": page,
+            "pages": pages,
+            "done_elsewhere": review.reviewed_by_me - on_page,
             "reviewable": review.status.kind in REVIEWABLE_KINDS,
             "keys": owner is not None,
         },
@@ -209,9 +230,7 @@ def act(
 
 
 @router.post("/jobs/{job_id}/names", status_code=201)
-def add_name(
-    request: Request, owner: Owner, job_id: str, body: Annotated[NewName, Body()]
-) -> Any:
+def add_name(request: Request, owner: Owner, job_id: str, body: Annotated[NewName, Body()]) -> Any:
     """Add one's own RPL or ADD name to a target column (409 when it already has it)."""
     if request.app.state.store.get_job(_job_id(job_id), owner) is None:
         raise _not_found(job_id)

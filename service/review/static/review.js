@@ -75,6 +75,12 @@
 
   function move(step) {
     const at = current ? items.indexOf(current) : -1;
+    // Past either end of the page: the next or previous page of the job.
+    const beyond = document.getElementById(step > 0 ? "next-page" : "prev-page");
+    if (beyond && ((step > 0 && at === items.length - 1) || (step < 0 && at === 0))) {
+      window.location.assign(beyond.href);
+      return;
+    }
     const next = items[Math.min(items.length - 1, Math.max(0, at + step))];
     focusItem(next);
   }
@@ -91,13 +97,13 @@
   }
 
   function progress() {
-    const done = items.filter(function (i) {
+    const done = Number(root.dataset.doneElsewhere || 0) + items.filter(function (i) {
       return i.dataset.mine && !i.dataset.stale;
     }).length;
     document.getElementById("done").textContent = String(done);
     const bar = document.getElementById("progress");
     bar.value = done;
-    bar.textContent = done + " / " + items.length;
+    bar.textContent = done + " / " + root.dataset.total;
     return done;
   }
 
@@ -261,9 +267,16 @@
       // A new name is a new item: the server renders it with the rest (resume keeps the place).
       say("Added " + answer.data.name);
       const url = new URL(window.location.href);
+      url.searchParams.set("page", root.dataset.page);
       url.hash = "item-" + answer.data.id;
-      window.location.replace(url.toString());
-      window.location.reload();
+      const here = new URL(window.location.href);
+      here.hash = url.hash;
+      if (here.toString() === url.toString()) {
+        window.location.hash = url.hash; // same page: a new hash, then a reload
+        window.location.reload();
+      } else {
+        window.location.assign(url.toString());
+      }
     } else {
       say("Error " + answer.status + ": " + (answer.data && answer.data.message ? answer.data.message : ""));
     }
@@ -338,7 +351,13 @@
       move(-1);
     } else if (key === "g") {
       event.preventDefault();
-      focusItem(unreviewedAfter(current));
+      const next = unreviewedAfter(current);
+      if (next) {
+        focusItem(next);
+      } else if (progress() < Number(root.dataset.total)) {
+        // Nothing left here but elsewhere: the server opens the page where that is.
+        window.location.assign("?order=" + root.dataset.order);
+      }
     } else if (key === "o") {
       event.preventDefault();
       const url = new URL(window.location.href);
@@ -352,6 +371,7 @@
 
   // Resume where one left off: the item in the URL, else the first one not reviewed yet.
   progress();
-  const linked = window.location.hash ? document.getElementById(window.location.hash.slice(1)) : null;
+  const hash = window.location.hash.slice(1);
+  const linked = hash === "last" ? items[items.length - 1] : hash ? document.getElementById(hash) : null;
   focusItem(linked && linked.classList.contains("item") ? linked : unreviewedAfter(null) || items[0]);
 })();
