@@ -9,7 +9,8 @@ page's cost is the store, the copy of proposals into review items and the templa
 
 Measured, each as the wall time of the whole HTTP request (body read):
 
-* the first open (proposals copied into review items, then rendered);
+* the first open of ``--first-opens`` fresh jobs (proposals copied into review items, then
+  the first page rendered: ``review_page_columns`` columns, 100 by default);
 * ``--repeat`` opens after it, table order and ``?order=margin`` (p50, p90, max);
 * the same after one reviewer voted on every name (votes joined in).
 
@@ -105,6 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--first-opens", type=int, default=5, help="fresh jobs opened once each")
     parser.add_argument("--wtq", type=Path, default=DEFAULT_WTQ)
     parser.add_argument("--out", type=Path, default=OUTPUT)
     args = parser.parse_args()
@@ -112,17 +114,23 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="cta-review-bench-"))
     settings = ServiceSettings(home=home, api_keys=[KEY], inprocess_workers=0)
     source = "wtq" if args.wtq.is_dir() else "generated"
-    raw = six_column_tables(args.wtq, args.tables) if source == "wtq" else generated_tables(args.tables)
+    raw = (
+        six_column_tables(args.wtq, args.tables)
+        if source == "wtq"
+        else generated_tables(args.tables)
+    )
     request = TablesJobCreate(kind="tables", tables=raw)
     store = JobStore.from_settings(settings)
     owner = key_hash(KEY)
-    status = store.create_job("tables", owner, request.options, job_items(request, settings))
     rng = random.Random(0)
-    claimed = store.claim("bench", args.tables, 600, 3)
-    for item in claimed:
-        assert isinstance(item, ClaimedItem)
-        table = Table.model_validate_json(item.payload)
-        store.complete(item, "bench", proposals(table, rng))
+    job_ids = []
+    for _ in range(args.first_opens):
+        status = store.create_job("tables", owner, request.options, job_items(request, settings))
+        for item in store.claim("bench", args.tables, 600, 3):
+            assert isinstance(item, ClaimedItem)
+            table = Table.model_validate_json(item.payload)
+            store.complete(item, "bench", proposals(table, rng))
+        job_ids.append(status.id)
     store.close()
 
     app = create_app(settings, lambda _: None, inprocess_workers=0)  # type: ignore[arg-type,return-value]
@@ -149,11 +157,13 @@ def main() -> int:
         assert answer.status_code == 200, answer.text[:500]
         return elapsed, len(body), body.count(b'class="item"')
 
-    first, size, n_items = timed(page)
+    first_opens = [timed(f"/review/jobs/{job_id}")[0] for job_id in job_ids]
+    _, size, n_items = timed(page)
     table_order = [timed(page)[0] for _ in range(args.repeat)]
     margin_order = [timed(page + "?order=margin")[0] for _ in range(args.repeat)]
     reviews = app.state.reviews
     view = reviews.open(status.id, owner, owner)
+    names_in_job = len(view.items)
     for item in view.items:
         reviews.act(status.id, item.id, owner, ReviewAction(action="accept", version=item.version))
     voted = [timed(page)[0] for _ in range(args.repeat)]
@@ -164,10 +174,12 @@ def main() -> int:
         "what": "GET /review/jobs/{id} of a 100-table job, wall time of the whole request",
         "tables": args.tables,
         "tables_source": source,
-        "names": n_items,
+        "names_in_job": names_in_job,
         "names_per_column": "3 RPL + 2 ADD",
+        "page_columns": settings.review_page_columns,
+        "names_on_first_page": n_items,
         "page_bytes": size,
-        "first_open_s": round(first, 4),
+        "first_open": stats(first_opens),
         "reopen_table_order": stats(table_order),
         "reopen_nearest_thresholds_first": stats(margin_order),
         "reopen_after_every_name_voted": stats(voted),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -93,8 +93,12 @@ class NewName(BaseModel):
         return self
 
 
-class ItemView(BaseModel):
-    """One review item as a reviewer sees it: the name, its scores and everyone's votes."""
+@dataclass(slots=True)
+class ItemView:
+    """One review item as a reviewer sees it: the name, its scores and everyone's votes.
+
+    A plain dataclass, not a model: a page builds thousands from database rows that are
+    already valid (JSON via :meth:`as_json`)."""
 
     id: int
     position: int
@@ -108,14 +112,18 @@ class ItemView(BaseModel):
     e2: float | None
     association: float | None
     version: int
-    margin: float | None = Field(description="Distance of the deciding score to its threshold")
+    # distance of the deciding score to its threshold (None: a reviewer's own name)
+    margin: float | None
     accepts: int = 0
     rejects: int = 0
     stale_votes: int = 0
-    labels: dict[str, int] = Field(default_factory=dict)
+    labels: dict[str, int] = field(default_factory=dict)
     mine: Decided | None = None
     my_label: Label | None = None
     my_vote_stale: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "accepted": self.accepted, "agreement": self.agreement}
 
     @property
     def accepted(self) -> bool:
@@ -287,15 +295,7 @@ class Reviews:
         return [self._view(item, votes.get(item.id, []), reviewer) for item in items]
 
     def _view(self, item: Any, votes: Sequence[Any], reviewer: str) -> ItemView:
-        # Built from database rows, already valid: no validation pass (a page has thousands).
-        view = ItemView.model_construct(
-            accepts=0,
-            rejects=0,
-            stale_votes=0,
-            labels={},
-            mine=None,
-            my_label=None,
-            my_vote_stale=False,
+        view = ItemView(
             id=item.id,
             position=item.position,
             target=item.target,

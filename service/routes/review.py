@@ -172,7 +172,9 @@ def job_page(
         if page is None:
             # Resume: the page of the first column with a name this reviewer has not judged.
             left = [
-                i for i, c in enumerate(columns) if any(v.mine is None or v.my_vote_stale for v in c.items)
+                i
+                for i, c in enumerate(columns)
+                if any(v.mine is None or v.my_vote_stale for v in c.items)
             ]
             page = left[0] // size + 1 if left else 1
         elif page > pages:
@@ -180,9 +182,7 @@ def job_page(
     except ServiceProblem as problem:
         return _error_page(request, problem)
     shown = columns[(page - 1) * size : page * size]
-    on_page = sum(
-        1 for c in shown for v in c.items if v.mine is not None and not v.my_vote_stale
-    )
+    on_page = sum(1 for c in shown for v in c.items if v.mine is not None and not v.my_vote_stale)
     return templates.TemplateResponse(
         request,
         "job.html",
@@ -202,7 +202,7 @@ def job_page(
 
 def _conflict(exc: ReviewConflict) -> JSONResponse:
     return JSONResponse(
-        {"problem": "conflict", "message": exc.message, "item": exc.item.model_dump(mode="json")},
+        {"problem": "conflict", "message": exc.message, "item": exc.item.as_json()},
         status_code=409,
     )
 
@@ -226,7 +226,7 @@ def act(
         return _conflict(exc)
     if view is None:
         raise ServiceProblem(404, "not_found", f"job {job_id!r} has no review item {item_id}")
-    return view.model_dump(mode="json")
+    return view.as_json()
 
 
 @router.post("/jobs/{job_id}/names", status_code=201)
@@ -244,7 +244,7 @@ def add_name(request: Request, owner: Owner, job_id: str, body: Annotated[NewNam
             "not_found",
             f"job {job_id!r} has no finished table {body.position} with target {body.target!r}",
         )
-    return JSONResponse(view.model_dump(mode="json"), status_code=201)
+    return JSONResponse(view.as_json(), status_code=201)
 
 
 @router.get("/jobs/{job_id}/export/annotations.jsonl")
