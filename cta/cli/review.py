@@ -34,6 +34,7 @@ from cta.judge.decide import DecisionRule
 from cta.results import PerturbationResult
 from cta.table import InvalidTableError, Table
 from service.auth import key_hash
+from service.jobs.review_exports import acceptance_rates, accepted_results, annotation_rows
 from service.jobs.reviews import Reviews
 from service.jobs.store import JobStore
 from service.settings import ServiceSettings, get_service_settings
@@ -92,15 +93,15 @@ def _run(args: argparse.Namespace) -> int:
             return error(f"review export: no job {args.job_id!r} (for this key)")
         out: Path = args.out
         out.mkdir(parents=True, exist_ok=True)
-        rates = reviews.rates(args.job_id, owner)
+        rates = acceptance_rates(reviews, args.job_id, owner)
         (out / "rates.json").write_text(json.dumps(rates, indent=2) + "\n", encoding="utf-8")
-        accepted = reviews.accepted_results(args.job_id, owner)
+        accepted = accepted_results(reviews, args.job_id, owner)
         (out / "accepted.json").write_text(
             json.dumps({k: r.model_dump(mode="json") for k, r in accepted.items()}, indent=1)
             + "\n",
             encoding="utf-8",
         )
-        rows = reviews.annotations(args.job_id, owner, args.split) or []
+        rows = annotation_rows(reviews, args.job_id, owner, args.split) or []
     finally:
         store.close()
     base = _annotations_base(args.annotations_base, settings)

@@ -12,17 +12,15 @@ on an older version is refused with :class:`ReviewConflict` (HTTP 409) carrying 
 now is, so two reviewers never silently overwrite each other. Votes given on an older version
 are *stale*: shown, never counted.
 
-An item is *accepted* when its current accepts outnumber its current rejects. The exports —
-accepted names as :class:`~cta.results.PerturbationResult` (the curated dataset's proposer),
-labels as annotation rows of ``data/annotations/tables.jsonl`` (:mod:`cta.annotations`), and
-acceptance rates per kind and per candidate source — all read the same counts.
+An item is *accepted* when its current accepts outnumber its current rejects; the exports
+(:mod:`service.jobs.review_exports`) all read the same counts.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -31,8 +29,7 @@ from pydantic import BaseModel, Field, model_validator
 from sqlalchemy.engine import Connection
 
 from cta.judge.decide import DecisionRule
-from cta.results import ColumnPerturbations, Decision, PerturbationResult
-from cta.table import ColumnType
+from cta.results import PerturbationResult
 from service.jobs.store import JobStore, utcnow
 from service.jobs.tables import job_items, jobs, review_items, review_votes
 from service.schemas import JobStatus
@@ -535,136 +532,3 @@ class Reviews:
             assert view is not None
             raise ReviewConflict(f"column {new.target!r} already has the name {name!r}", view)
         return self.item(job_id, item_id, reviewer)
-
-    # -- exports ------------------------------------------------------------------------------
-    def accepted_results(self, job_id: str, owner: str | None) -> dict[str, PerturbationResult]:
-        """Per table id: the job's result with accepted names only (renames applied, added
-        names in), best first: what the curated dataset is perturbed with."""
-        review = self.open(job_id, owner, LOCAL_REVIEWER, rows=0)
-        if review is None:
-            raise KeyError(job_id)
-        with self.store._read() as conn:
-            results = {
-                row.position: PerturbationResult.model_validate_json(row.result)
-                for row in conn.execute(
-                    sa.select(job_items.c.position, job_items.c.result).where(
-                        job_items.c.job_id == job_id, job_items.c.status == "done"
-                    )
-                )
-            }
-        curated: dict[str, PerturbationResult] = {}
-        for table in review.tables:
-            result = results[table.position]
-            proposed = {
-                (kind, column.column, d.name): d
-                for column in result.columns
-                for kind, decisions in (("rpl", column.replace), ("add", column.add))
-                for d in decisions
-            }
-            types = dict(zip(table.header, table.types, strict=True))
-            columns = []
-            for column in table.columns:
-                kept = [i for i in column.items if i.accepted]
-                kept.sort(key=lambda i: (-(i.accepts - i.rejects), i.id))
-                columns.append(
-                    ColumnPerturbations(
-                        column=column.target,
-                        replace=[_decision(i, proposed, types) for i in kept if i.kind == "rpl"],
-                        add=[_decision(i, proposed, types) for i in kept if i.kind == "add"],
-                    )
-                )
-            key = result.table_id if result.table_id is not None else str(table.position)
-            curated[key] = result.model_copy(update={"columns": columns, "samples": []})
-        return curated
-
-    def annotations(
-        self, job_id: str, owner: str | None, split: Literal["train", "dev"] = "train"
-    ) -> list[dict[str, Any]] | None:
-        """The reviews as rows of ``data/annotations/tables.jsonl`` (:class:`AnnotatedTable`):
-        per table with a labelled name, every target's names by majority label."""
-        review = self.open(job_id, owner, LOCAL_REVIEWER, rows=1000)
-        if review is None:
-            return None
-        rows = []
-        for table in review.tables:
-            targets: dict[str, dict[str, list[str]]] = {}
-            for column in table.columns:
-                judged: dict[str, list[str]] = {"equivalent": [], "associated": [], "neither": []}
-                for item in column.items:
-                    label = item.label()
-                    if label is not None and item.name not in judged[label]:
-                        judged[label].append(item.name)
-                if any(judged.values()):
-                    targets[column.target] = judged
-            if not targets:
-                continue
-            rows.append(
-                {
-                    "id": f"review:{job_id}:{table.table_id or table.position}",
-                    "split": split,
-                    "name": table.title,
-                    "entity": table.entity,
-                    "columns": [
-                        {"name": n, "type": t}
-                        for n, t in zip(table.header, table.types, strict=True)
-                    ],
-                    "rows": table.rows,
-                    "targets": targets,
-                }
-            )
-        return rows
-
-    def rates(self, job_id: str, owner: str | None) -> dict[str, Any] | None:
-        """Acceptance rates of the generator's names per kind and per candidate source (and
-        how many names reviewers added or renamed)."""
-        review = self.open(job_id, owner, LOCAL_REVIEWER, rows=0)
-        if review is None:
-            return None
-        generated = [i for i in review.items if i.origin == "generator"]
-        return {
-            "job_id": job_id,
-            "items": len(review.items),
-            "proposed": len(generated),
-            "added_by_reviewers": len(review.items) - len(generated),
-            "renamed": sum(1 for i in generated if i.name != i.proposed),
-            "agreement": review.agreement,
-            "by_kind": _rates(generated, lambda i: i.kind),
-            "by_source": _rates(generated, lambda i: i.source or "unknown"),
-        }
-
-
-def _rates(items: Iterable[ItemView], key: Any) -> dict[str, dict[str, Any]]:
-    groups: dict[str, list[ItemView]] = {}
-    for item in items:
-        groups.setdefault(key(item), []).append(item)
-    out = {}
-    for name, group in sorted(groups.items()):
-        reviewed = [i for i in group if i.accepts + i.rejects]
-        accepted = sum(1 for i in reviewed if i.accepted)
-        out[name] = {
-            "proposed": len(group),
-            "reviewed": len(reviewed),
-            "accepted": accepted,
-            "acceptance_rate": accepted / len(reviewed) if reviewed else None,
-        }
-    return out
-
-
-def _decision(
-    item: ItemView, proposed: dict[tuple[str, str, str], Decision], types: dict[str, str]
-) -> Decision:
-    """The accepted name as a judged decision: the generator's (renamed if a reviewer renamed
-    it), or, for a reviewer's own name, one that stands as certain — no judge scores, and the
-    thesaurus (the human-written source) as its source, the provenance saying so."""
-    original = proposed.get((item.kind, item.target, item.proposed))
-    if original is not None:
-        return original.model_copy(update={"name": item.name})
-    column_type = types.get(item.target, "text") if item.kind == "rpl" else "text"
-    return Decision(
-        name=item.name,
-        type=ColumnType(column_type),
-        e1=1.0,
-        e2=1.0,
-        source="thesaurus",
-        provenance="added by a reviewer",
-    )

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from service.auth import bearer, identify
 from service.errors import ServiceProblem
+from service.jobs.review_exports import acceptance_rates, accepted_results, annotation_rows
 from service.jobs.reviews import (
     LOCAL_REVIEWER,
     REVIEWABLE_KINDS,
@@ -255,7 +256,7 @@ def export_annotations(
     split: Annotated[Literal["train", "dev"], Query()] = "train",
 ) -> Response:
     """The reviews as ``data/annotations/tables.jsonl`` rows (one table a line)."""
-    rows = _reviews(request).annotations(_job_id(job_id), owner, split)
+    rows = annotation_rows(_reviews(request), _job_id(job_id), owner, split)
     if rows is None:
         raise _not_found(job_id)
     return Response(
@@ -268,7 +269,7 @@ def export_annotations(
 @router.get("/jobs/{job_id}/export/rates.json")
 def export_rates(request: Request, owner: Owner, job_id: str) -> Any:
     """Acceptance rates of the generator's names per kind and per candidate source."""
-    rates = _reviews(request).rates(_job_id(job_id), owner)
+    rates = acceptance_rates(_reviews(request), _job_id(job_id), owner)
     if rates is None:
         raise _not_found(job_id)
     return JSONResponse(
@@ -281,7 +282,7 @@ def export_accepted(request: Request, owner: Owner, job_id: str) -> Any:
     """Per table id, its result with the accepted names only: what ``cta review export``
     perturbs a dataset with."""
     try:
-        curated = _reviews(request).accepted_results(_job_id(job_id), owner)
+        curated = accepted_results(_reviews(request), _job_id(job_id), owner)
     except KeyError:
         raise _not_found(job_id) from None
     return {key: result.model_dump(mode="json") for key, result in curated.items()}
