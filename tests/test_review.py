@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from service_fakes import PETS, running_app, wait_until, wtq_like_table
+from test_jobs_store import pg_url  # noqa: F401  (the PostgreSQL fixture)
 
 from cta.annotations import AnnotatedTable
 from service.settings import ServiceSettings
@@ -32,9 +33,11 @@ def _settings(tmp_path: Path, **over: object) -> ServiceSettings:
     return ServiceSettings(**{**base, **over})  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    with running_app(_settings(tmp_path), workers=1) as (client, _):
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def client(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestClient]:
+    """The app with one in-process worker, on SQLite or (CTA_TEST_POSTGRES_URL) PostgreSQL."""
+    over = {} if request.param == "sqlite" else {"database_url": request.getfixturevalue("pg_url")}
+    with running_app(_settings(tmp_path, **over), workers=1) as (client, _):
         yield client
 
 
@@ -142,9 +145,43 @@ def test_actions_votes_agreement_and_a_conflict_never_overwrites(client: TestCli
     assert act(client, job_id, current, ONE, action="accept").json()["accepts"] == 1
 
 
+def test_two_named_reviewers_sharing_a_key_vote_apart_and_a_stale_write_is_a_409(
+    client: TestClient,
+) -> None:
+    job_id = done_job(client, {"kind": "tables", "tables": [wtq_like_table(0)]}, ONE)
+    alice, bob = {**ONE, "X-CTA-Reviewer": "alice"}, {**ONE, "X-CTA-Reviewer": "bob"}
+    item = items(client, job_id, alice)[0]
+    assert act(client, job_id, item, alice, action="accept").json()["accepts"] == 1
+    seen = act(client, job_id, item, bob, action="reject").json()
+    assert (seen["accepts"], seen["rejects"], seen["mine"], seen["agreement"]) == (
+        1,
+        1,
+        "reject",
+        0.5,
+    )
+    # Alice renames; Bob, still on version 1, renames too: 409 naming Alice's name.
+    assert act(client, job_id, item, alice, action="rename", name="film maker").status_code == 200
+    late = act(client, job_id, item, bob, action="rename", name="helmer")
+    assert late.status_code == 409 and "another reviewer" in late.json()["message"]
+    assert late.json()["item"]["name"] == "film maker"
+    assert late.json()["item"]["my_vote_stale"] is True  # Bob's reject was on the old name
+    # Bob's page shows Alice's name and his stale vote; he is told who he is.
+    page = client.get(f"/review/jobs/{job_id}", headers=bob).text
+    assert "film maker" in page and "on an older name" in page and "Reviewing as" in page
+    bad = client.get(f"/review/jobs/{job_id}", headers={**ONE, "X-CTA-Reviewer": "<b>"})
+    assert bad.status_code == 422 and "invalid_reviewer" in bad.text
+    # The login form's name lands in a cookie of its own.
+    login = client.post("/review/login", json={"key": "key-one", "reviewer": "carol"})
+    assert login.status_code == 204 and "cta_reviewer=carol" in login.headers["set-cookie"]
+    assert (
+        client.post("/review/login", json={"key": "key-one", "reviewer": "x" * 65}).status_code
+        == 422
+    )
+    client.cookies.clear()
+
+
 def test_two_reviewers_on_one_job_see_each_others_votes_and_renames(tmp_path: Path) -> None:
-    # Without API keys every caller sees the keyless jobs; reviewers are then told apart by
-    # nothing — so the shared job is tested at the store level with two identities.
+    # The same at the store level, on a server without keys.
     from service.jobs.reviews import ReviewAction, ReviewConflict
 
     with running_app(_settings(tmp_path, api_keys=[]), workers=1) as (client, _):

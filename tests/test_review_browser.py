@@ -174,13 +174,18 @@ def test_a_reviewer_reviews_a_job_with_the_keyboard_alone_and_exports_it(
     )
     driver = browser
 
-    # Log in: the key field has the focus; typing the key and Enter opens the job.
+    # Log in: the key field has the focus; the key, Tab, one's name and Enter open the job.
     driver.get(f"{url}/review/jobs/{job_id}")
     _wait(driver, lambda d: "/review/login" in d.current_url, "the login page")
     assert _focused(driver).get_attribute("id") == "key"
     _shot(driver, "review-login", tmp_path)
-    _keys(driver, KEY, Keys.ENTER)
+    _keys(driver, KEY, Keys.TAB, "dana", Keys.ENTER)
     _wait(driver, lambda d: d.current_url.endswith(f"/review/jobs/{job_id}"), "the job page")
+    _wait(
+        driver,
+        lambda d: "Reviewing as dana" in d.find_element(By.CLASS_NAME, "progress").text,
+        "the reviewer's name",
+    )
     _wait(driver, lambda d: "item" in (_focused(d).get_attribute("class") or ""), "focus")
 
     items = driver.find_elements(By.CSS_SELECTOR, ".item")

@@ -70,14 +70,15 @@ review_items = sa.Table(
     sa.Column("e2", sa.Float, nullable=True),
     sa.Column("association", sa.Float, nullable=True),
     sa.Column("version", sa.Integer, nullable=False, server_default="1"),
-    sa.Column("updated_by", sa.String(64), nullable=True),
+    sa.Column("updated_by", sa.String(160), nullable=True),
     sa.Column("updated_at", sa.DateTime, nullable=False),
     sa.UniqueConstraint("job_id", "position", "target", "kind", "proposed", name="uq_review_items"),
     sa.Index("ix_review_items_job_position", "job_id", "position"),
 )
 
 # One reviewer's judgement of one review item (the reviewer is the API key's sha256, or
-# ``local`` without keys): accept/reject and a label, given on the item's ``version``.
+# ``local`` without keys, then ``:name`` when people sharing a key give their names): accept
+# or reject and a label, given on the item's ``version``.
 review_votes = sa.Table(
     "review_votes",
     metadata,
@@ -87,7 +88,7 @@ review_votes = sa.Table(
         sa.ForeignKey("review_items.id", ondelete="CASCADE"),
         primary_key=True,
     ),
-    sa.Column("reviewer", sa.String(64), primary_key=True),
+    sa.Column("reviewer", sa.String(160), primary_key=True),
     sa.Column("decision", sa.String(8), nullable=True),
     sa.Column("label", sa.String(16), nullable=True),
     sa.Column("version", sa.Integer, nullable=False),

@@ -17,6 +17,7 @@ otherwise), so a cross-site form cannot post one with the cookie. Errors are the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
@@ -46,10 +47,18 @@ router = APIRouter(prefix="/review", include_in_schema=False)
 ASSETS = Path(__file__).resolve().parent.parent / "review"
 templates = Jinja2Templates(directory=str(ASSETS / "templates"))
 COOKIE = "cta_review_key"
+REVIEWER_COOKIE = "cta_reviewer"
+REVIEWER_HEADER = "X-CTA-Reviewer"
+_REVIEWER_NAME = re.compile(r"[\w .@+-]{1,64}")
 
 
 class Login(BaseModel):
     key: str = Field(min_length=1, max_length=4096)
+    reviewer: str | None = Field(
+        default=None,
+        pattern=r"^[\w .@+-]{1,64}$",
+        description="Your name, to tell apart the people who share one API key",
+    )
 
 
 def _key(request: Request, credentials: HTTPAuthorizationCredentials | None) -> str | None:
@@ -69,8 +78,20 @@ def reviewer(
 Owner = Annotated[str | None, Depends(reviewer)]
 
 
-def _who(owner: str | None) -> str:
-    return owner if owner is not None else LOCAL_REVIEWER
+def _who(request: Request, owner: str | None) -> str:
+    """The reviewer: the key's identity, then ``:name`` when a name was given (at login, or
+    in the ``X-CTA-Reviewer`` header), so that people sharing one key vote apart."""
+    identity = owner if owner is not None else LOCAL_REVIEWER
+    name = request.headers.get(REVIEWER_HEADER) or request.cookies.get(REVIEWER_COOKIE)
+    if not name:
+        return identity
+    if _REVIEWER_NAME.fullmatch(name) is None:
+        raise ServiceProblem(
+            422,
+            "invalid_reviewer",
+            f"{REVIEWER_HEADER}: 1 to 64 letters, digits, spaces or . @ + - _",
+        )
+    return f"{identity}:{name}"
 
 
 def _reviews(request: Request) -> Reviews:
@@ -116,14 +137,21 @@ def login(request: Request, body: Annotated[Login, Body()]) -> Response:
     """Check the key (401 if unknown) and keep it in an HttpOnly cookie for the pages."""
     identify(request, body.key)
     response = Response(status_code=204)
+    secure = request.url.scheme == "https"
     response.set_cookie(
-        COOKIE,
-        body.key,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path="/review",
+        COOKIE, body.key, httponly=True, samesite="strict", secure=secure, path="/review"
     )
+    if body.reviewer:
+        response.set_cookie(
+            REVIEWER_COOKIE,
+            body.reviewer,
+            httponly=True,
+            samesite="strict",
+            secure=secure,
+            path="/review",
+        )
+    else:
+        response.delete_cookie(REVIEWER_COOKIE, path="/review")
     return response
 
 
@@ -131,6 +159,7 @@ def login(request: Request, body: Annotated[Login, Body()]) -> Response:
 def logout() -> Response:
     response = Response(status_code=204)
     response.delete_cookie(COOKIE, path="/review")
+    response.delete_cookie(REVIEWER_COOKIE, path="/review")
     return response
 
 
@@ -164,7 +193,7 @@ def job_page(
     size = request.app.state.settings.review_page_columns
     try:
         review = _reviews(request).open(
-            _job_id(job_id), owner, _who(owner), request.app.state.settings.review_rows
+            _job_id(job_id), owner, _who(request, owner), request.app.state.settings.review_rows
         )
         if review is None:
             raise _not_found(job_id)
@@ -195,6 +224,8 @@ def job_page(
             "page": page,
             "pages": pages,
             "done_elsewhere": review.reviewed_by_me - on_page,
+            "reviewer": request.headers.get(REVIEWER_HEADER)
+            or request.cookies.get(REVIEWER_COOKIE),
             "reviewable": review.status.kind in REVIEWABLE_KINDS,
             "keys": owner is not None,
         },
@@ -222,7 +253,7 @@ def act(
     if request.app.state.store.get_job(_job_id(job_id), owner) is None:
         raise _not_found(job_id)
     try:
-        view = reviews.act(job_id, item_id, _who(owner), body)
+        view = reviews.act(job_id, item_id, _who(request, owner), body)
     except ReviewConflict as exc:
         return _conflict(exc)
     if view is None:
@@ -236,7 +267,7 @@ def add_name(request: Request, owner: Owner, job_id: str, body: Annotated[NewNam
     if request.app.state.store.get_job(_job_id(job_id), owner) is None:
         raise _not_found(job_id)
     try:
-        view = _reviews(request).add_name(job_id, _who(owner), body)
+        view = _reviews(request).add_name(job_id, _who(request, owner), body)
     except ReviewConflict as exc:
         return _conflict(exc)
     if view is None:

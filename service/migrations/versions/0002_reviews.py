@@ -37,7 +37,7 @@ def upgrade() -> None:
         sa.Column("e2", sa.Float, nullable=True),
         sa.Column("association", sa.Float, nullable=True),
         sa.Column("version", sa.Integer, nullable=False, server_default="1"),
-        sa.Column("updated_by", sa.String(64), nullable=True),
+        sa.Column("updated_by", sa.String(160), nullable=True),
         sa.Column("updated_at", sa.DateTime, nullable=False),
         sa.UniqueConstraint(
             "job_id", "position", "target", "kind", "proposed", name="uq_review_items"
@@ -52,7 +52,7 @@ def upgrade() -> None:
             sa.ForeignKey("review_items.id", ondelete="CASCADE"),
             primary_key=True,
         ),
-        sa.Column("reviewer", sa.String(64), primary_key=True),
+        sa.Column("reviewer", sa.String(160), primary_key=True),
         sa.Column("decision", sa.String(8), nullable=True),
         sa.Column("label", sa.String(16), nullable=True),
         sa.Column("version", sa.Integer, nullable=False),

@@ -30,7 +30,12 @@
   if (login) {
     login.addEventListener("submit", async function (event) {
       event.preventDefault();
-      const answer = await send("/review/login", { key: document.getElementById("key").value });
+      const body = { key: document.getElementById("key").value };
+      const reviewer = document.getElementById("reviewer").value.trim();
+      if (reviewer) {
+        body.reviewer = reviewer;
+      }
+      const answer = await send("/review/login", body);
       if (answer.status === 204) {
         window.location.assign(login.dataset.next || "/review");
       } else {
