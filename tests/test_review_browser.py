@@ -28,7 +28,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
-from service_fakes import PETS, FakePipeline, free_port, wait_until
+from service_fakes import PETS, FakePipeline, free_port, wait_until, wtq_like_table
 from test_review import PETS_QUESTIONS
 
 from cta.annotations import AnnotatedTable
@@ -294,6 +294,25 @@ def test_a_reviewer_reviews_a_job_with_the_keyboard_alone_and_exports_it(
     assert column in judged
     assert rates["renamed"] == 1 and rates["added_by_reviewers"] == 1
     assert sum(r["reviewed"] for r in rates["by_kind"].values()) == len(ids)
+
+    # A tables job shows each table's first rows beside its names (the README's screenshot).
+    table_job = httpx.post(
+        f"{url}/v1/jobs", json={"kind": "tables", "tables": [wtq_like_table(0)]}, headers=auth
+    ).json()["id"]
+    wait_until(
+        lambda: httpx.get(f"{url}/v1/jobs/{table_job}", headers=auth).json()["state"] == "done",
+        what="the tables job",
+    )
+    driver.get(f"{url}/review/jobs/{table_job}")
+    _wait(driver, lambda d: "item" in (_focused(d).get_attribute("class") or ""), "focus")
+    assert (
+        len(driver.find_elements(By.CSS_SELECTOR, ".column:first-of-type table.preview tbody tr"))
+        == 3
+    )
+    _keys(driver, "a")
+    _wait(driver, lambda d: "You: accept" in d.find_element(By.CSS_SELECTOR, ".item").text, "a")
+    driver.execute_script("window.scrollTo(0, 0)")
+    _shot(driver, "review-table", tmp_path)
 
     # The curated dataset from the accepted names passes the execution check.
     tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
