@@ -427,3 +427,61 @@ def test_a_long_job_pages_by_columns_and_opens_where_the_reviewer_left_off(
         beyond = client.get(f"/review/jobs/{job_id}?page=4", headers=ONE)
         assert beyond.status_code == 404 and "3 pages" in beyond.text
         assert client.get(f"/review/jobs/{job_id}?page=0", headers=ONE).status_code == 422
+
+
+def test_concurrent_writers_on_one_version_one_wins_and_the_rest_get_409(
+    client: TestClient,
+) -> None:
+    """Eight reviewers rename one name at once from version 1, and add one name at once;
+    and the job's first opens race: exactly one write wins, the others are told, no 500."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    job_id = done_job(client, {"kind": "tables", "tables": [wtq_like_table(0)]}, ONE)
+    with ThreadPoolExecutor(8) as pool:
+        pages = list(
+            pool.map(lambda _: client.get(f"/review/jobs/{job_id}", headers=ONE), range(8))
+        )
+    assert {p.status_code for p in pages} == {200}
+    assert len({p.text.count('class="item"') for p in pages}) == 1  # copied once, not twice
+    item = items(client, job_id, ONE)[0]
+
+    def rename(i: int) -> int:
+        who = {**ONE, "X-CTA-Reviewer": f"r{i}"}
+        return act(client, job_id, item, who, action="rename", name=f"name {i}").status_code
+
+    def add(i: int) -> int:
+        body = {"position": 0, "target": "Year", "kind": "add", "name": "same new name"}
+        who = {**ONE, "X-CTA-Reviewer": f"r{i}"}
+        return client.post(f"/review/jobs/{job_id}/names", json=body, headers=who).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        renamed = sorted(pool.map(rename, range(8)))
+        added = sorted(pool.map(add, range(8)))
+    assert renamed == [200] + [409] * 7
+    assert added == [201] + [409] * 7
+
+
+def test_migration_0002_upgrades_a_0001_database_with_jobs_and_downgrades(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+    from alembic import command
+
+    from service.jobs.store import JobStore
+    from service.migrations import alembic_config, upgrade
+
+    store = JobStore(f"sqlite:///{tmp_path / 'jobs.sqlite3'}")
+    with store.engine.begin() as conn:
+        upgrade(conn, "0001")
+        conn.exec_driver_sql(
+            "INSERT INTO jobs (id, kind, owner, options, state, total, created_at) "
+            "VALUES ('a', 'tables', NULL, '{}', 'done', 0, '2026-01-01 00:00:00')"
+        )
+    store.migrate()
+    with store.engine.connect() as conn:
+        assert {"review_items", "review_votes"} <= set(sa.inspect(conn).get_table_names())
+        assert conn.exec_driver_sql("SELECT count(*) FROM jobs").scalar_one() == 1
+    with store.engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0001")
+    with store.engine.connect() as conn:
+        assert "review_items" not in set(sa.inspect(conn).get_table_names())
+    store.migrate()
+    store.close()

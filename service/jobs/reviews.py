@@ -489,6 +489,8 @@ class Reviews:
         name = new.name.strip()
         now = utcnow()
         with self.store._tx() as conn:
+            # Two reviewers adding the same name at once: the second waits, then finds it.
+            conn.execute(sa.select(jobs.c.id).where(jobs.c.id == job_id).with_for_update())
             result = conn.execute(
                 sa.select(job_items.c.result).where(
                     job_items.c.job_id == job_id,
