@@ -90,6 +90,7 @@ def test_the_page_shows_each_column_with_its_table_names_scores_and_source(
     # Nearest thresholds first is an order of the same columns.
     ordered = client.get(f"/review/jobs/{job_id}?order=margin", headers=ONE)
     assert ordered.status_code == 200 and ordered.text.count('class="item"') == len(found)
+
     assert client.get("/review/static/review.css").status_code == 200
     listing = client.get("/review", headers=ONE)
     assert listing.status_code == 200 and f"/review/jobs/{job_id}" in listing.text
@@ -485,3 +486,18 @@ def test_migration_0002_upgrades_a_0001_database_with_jobs_and_downgrades(tmp_pa
         assert "review_items" not in set(sa.inspect(conn).get_table_names())
     store.migrate()
     store.close()
+
+
+def test_nearest_thresholds_first_orders_names_by_their_distance_to_the_rule(
+    tmp_path: Path,
+) -> None:
+    # The stand-in's RPL names sit at min(e1, e2) = 0.80, its ADD names at max = 0.20. With
+    # an RPL threshold of 0.5 the RPL name is 0.30 away, the ADD name 0.25 (from 0.45): ADD
+    # first in every column, where table order has RPL first.
+    with running_app(_settings(tmp_path, rpl_threshold=0.5), workers=1) as (client, _):
+        job_id = done_job(client, {"kind": "tables", "tables": [wtq_like_table(0)]}, ONE)
+        pattern = r'<li class="item"[^>]*data-kind="(\w+)"'
+        table = re.findall(pattern, client.get(f"/review/jobs/{job_id}", headers=ONE).text)
+        url = f"/review/jobs/{job_id}?order=margin"
+        margin = re.findall(pattern, client.get(url, headers=ONE).text)
+        assert table == ["rpl", "add"] * 6 and margin == ["add", "rpl"] * 6

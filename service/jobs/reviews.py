@@ -198,11 +198,19 @@ class ReviewJob:
         return sum(1 for i in shared if i.accepts == 0 or i.rejects == 0) / len(shared)
 
     def columns(self, order: Literal["table", "margin"] = "table") -> list[ReviewColumn]:
-        """Every column with items, in table order or nearest thresholds first."""
+        """Every column with items, in table order or nearest thresholds first (columns by
+        their nearest name, and the names within each column likewise)."""
         found = [c for t in self.tables for c in t.columns if c.items]
         if order == "margin":
+            found = [
+                ReviewColumn(c.position, c.target, sorted(c.items, key=_by_margin)) for c in found
+            ]
             found.sort(key=lambda c: (c.margin, c.position, c.target))
         return found
+
+
+def _by_margin(item: ItemView) -> tuple[float, int]:
+    return (item.margin if item.margin is not None else float("inf"), item.id)
 
 
 class Reviews:

@@ -338,6 +338,10 @@
       if (event.key === "Escape" || event.key === "?") {
         event.preventDefault();
         toggleHelp(false);
+      } else if (event.key === "Tab") {
+        // A modal dialog keeps the focus: its one control, Close.
+        event.preventDefault();
+        document.getElementById("help-close").focus();
       }
       return;
     }
