@@ -14,15 +14,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
+from cta.judge.decide import DecisionRule
 from cta.pipeline import Pipeline
 from service.batching import Batcher
 from service.errors import install_error_handlers
 from service.guard import RequestGuard
 from service.host import EngineFactory, PipelineHost
+from service.jobs.reviews import Reviews
 from service.jobs.store import JobStore
 from service.jobs.worker import start_workers
-from service.routes import engine, health, jobs
+from service.routes import engine, health, jobs, review
 from service.settings import ServiceSettings, get_service_settings
 
 API_VERSION = "1.0.0"
@@ -57,6 +60,7 @@ def create_app(
             batch_wait_ms=settings.batch_wait_ms,
         )
         app.state.store, app.state.host, app.state.batcher = store, host, batcher
+        app.state.reviews = Reviews(store, DecisionRule.from_settings(settings))
         host.start_loading()
         await batcher.start()
         stop = threading.Event()
@@ -82,4 +86,6 @@ def create_app(
     app.include_router(health.router)
     app.include_router(engine.router)
     app.include_router(jobs.router)
+    app.include_router(review.router)
+    app.mount("/review/static", StaticFiles(directory=review.ASSETS / "static"), name="review")
     return app

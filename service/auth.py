@@ -32,19 +32,25 @@ def caller(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> str | None:
     """The caller's key hash (None when the server has no keys); 401 for a missing/unknown key."""
+    return identify(request, credentials.credentials if credentials is not None else None)
+
+
+def identify(request: Request, key: str | None) -> str | None:
+    """The hash of ``key`` when it is one of the server's keys (None when the server has no
+    keys); 401 otherwise. The one check behind the bearer header and the review cookie."""
     keys: list[str] = request.app.state.settings.api_keys
     if not keys:
         return None
-    given = credentials.credentials.encode("utf-8") if credentials is not None else b""
+    given = key.encode("utf-8") if key is not None else b""
     # Compare against every key in constant time, so timing reveals nothing about which.
     matched = False
-    for key in keys:
-        matched |= hmac.compare_digest(given, key.encode("utf-8"))
-    if credentials is None or not matched:
+    for known in keys:
+        matched |= hmac.compare_digest(given, known.encode("utf-8"))
+    if key is None or not matched:
         raise ServiceProblem(
             401,
             "unauthorized",
             "missing or unknown API key: send 'Authorization: Bearer <key>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return key_hash(credentials.credentials)
+    return key_hash(key)

@@ -85,6 +85,12 @@ class ServiceSettings(Settings):
         default=None, description="Service the `cta jobs` client calls (default: host:port)"
     )
     api_key: str | None = Field(default=None, description="Bearer key the `cta jobs` client sends")
+    review_rows: int = Field(
+        default=3, ge=0, le=50, description="Rows of each table the review page shows"
+    )
+    review_page_columns: int = Field(
+        default=100, ge=1, le=100_000, description="Target columns per review page"
+    )
 
     # -- derived ------------------------------------------------------------------------------
     def resolved_database_url(self) -> str:

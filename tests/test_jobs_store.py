@@ -72,8 +72,8 @@ def test_migrations_create_the_schema_and_rerun_cleanly(store: JobStore) -> None
     with store.engine.connect() as conn:
         version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
         names = set(sa.inspect(conn).get_table_names())
-    assert version == "0001"
-    assert {"jobs", "job_items", "alembic_version"} <= names
+    assert version == "0002"
+    assert {"jobs", "job_items", "review_items", "review_votes", "alembic_version"} <= names
 
 
 def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:

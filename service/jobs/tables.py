@@ -46,3 +46,51 @@ job_items = sa.Table(
     sa.UniqueConstraint("job_id", "position", name="uq_job_items_job_position"),
     sa.Index("ix_job_items_status_id", "status", "id"),
 )
+
+# -- reviews (migration 0002) ------------------------------------------------------------------
+# One row per proposed (or reviewer-added) name of one target column of one job item. The
+# name is shared by every reviewer and edited under optimistic concurrency: ``version`` grows
+# with each edit, and a write that names an older version is refused (409), never applied.
+review_items = sa.Table(
+    "review_items",
+    metadata,
+    sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
+    sa.Column(
+        "job_id", sa.String(32), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("target", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(8), nullable=False),
+    # the name as the generator proposed it (or as a reviewer first added it): the item's key
+    sa.Column("proposed", sa.Text, nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),
+    sa.Column("source", sa.String(16), nullable=True),
+    sa.Column("e1", sa.Float, nullable=True),
+    sa.Column("e2", sa.Float, nullable=True),
+    sa.Column("association", sa.Float, nullable=True),
+    sa.Column("version", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("updated_by", sa.String(160), nullable=True),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("job_id", "position", "target", "kind", "proposed", name="uq_review_items"),
+    sa.Index("ix_review_items_job_position", "job_id", "position"),
+)
+
+# One reviewer's judgement of one review item (the reviewer is the API key's sha256, or
+# ``local`` without keys, then ``:name`` when people sharing a key give their names): accept
+# or reject and a label, given on the item's ``version``.
+review_votes = sa.Table(
+    "review_votes",
+    metadata,
+    sa.Column(
+        "item_id",
+        sa.Integer,
+        sa.ForeignKey("review_items.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("reviewer", sa.String(160), primary_key=True),
+    sa.Column("decision", sa.String(8), nullable=True),
+    sa.Column("label", sa.String(16), nullable=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
+)
