@@ -19,7 +19,12 @@ from test_dataset import QUESTIONS, TABLES, propose
 from cta.cli.main import main
 from cta.datasets import perturb_dataset
 from cta.evaluation.execution import ExecutionScorer
-from cta.formats.spider_grammar import evaluator_problem, spider_sql, spider_tables_of
+from cta.formats.spider_grammar import (
+    evaluator_form,
+    evaluator_problem,
+    spider_sql,
+    spider_tables_of,
+)
 from cta.provenance import disagreements, read_manifest
 
 SPIDER = SHARED / "data" / "spider"
@@ -99,6 +104,34 @@ def test_generated_sql_uses_the_evaluators_spellings() -> None:
     )
     original = tree.sql(dialect="sqlite")
     assert conn.execute(text).fetchall() == conn.execute(original).fetchall() == [("b",)]
+
+
+def test_a_reused_alias_gets_a_spelling_the_evaluator_reads() -> None:
+    """The evaluator's alias table is global: T1 naming Friend in one branch and Likes in the
+    other resolves to Likes everywhere. Aliases of their own per branch fix it, and the
+    query returns the same rows."""
+    schema = {
+        "highschooler": {"id", "name"},
+        "friend": {"member_id", "friend_id"},
+        "likes": {"student_id", "liked_id"},
+    }
+    sql = (
+        "SELECT T2.name FROM Friend AS T1 JOIN Highschooler AS T2 ON T1.member_id = T2.id "
+        "INTERSECT SELECT T2.name FROM Likes AS T1 JOIN Highschooler AS T2 ON T1.liked_id = T2.id"
+    )
+    assert evaluator_problem(sql, schema) == "column 't1.member_id'"
+    respelled = evaluator_form(sql, schema)
+    assert respelled is not None and evaluator_problem(respelled, schema) is None
+    assert "FROM Likes AS T3 JOIN Highschooler AS T4 ON T3.liked_id = T4.id" in respelled
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE Highschooler (id INT, name TEXT); CREATE TABLE Friend (member_id INT,"
+        " friend_id INT); CREATE TABLE Likes (student_id INT, liked_id INT);"
+        "INSERT INTO Highschooler VALUES (1, 'a'), (2, 'b'), (3, 'c');"
+        "INSERT INTO Friend VALUES (1, 2), (2, 3); INSERT INTO Likes VALUES (3, 2), (1, 3);"
+    )
+    assert sorted(conn.execute(respelled).fetchall()) == sorted(conn.execute(sql).fetchall())
+    assert conn.execute(sql).fetchall()  # not a vacuous comparison
 
 
 # -- the Spider driver's files --------------------------------------------------------------------

@@ -50,7 +50,7 @@ from cta.formats.spider import (
     suite_members,
     write_json,
 )
-from cta.formats.spider_grammar import evaluator_problem, spider_tables_of
+from cta.formats.spider_grammar import evaluator_form, evaluator_problem, spider_tables_of
 from cta.formats.tables import parse_spider_entry, spider_tables
 from cta.table import InvalidTableError
 
@@ -165,6 +165,8 @@ class SpiderFormat:
                 result.examples + families.examples, result.variants, result.bound, result.seconds
             )
 
+        grammar = _GrammarTables([*dataset.schemas.values(), *records.entries])
+        result.examples[:] = grammar.respell(result.examples)
         t0 = time.perf_counter()
         files = ["tables.json"]
         write_json(out / "tables.json", [dataset.schemas[d] for d in databases] + records.entries)
@@ -172,7 +174,6 @@ class SpiderFormat:
             dataset.name, examples, result, request, records.original, records.perturbed
         )
         questions[f"{dataset.name}_original"] = [records.original(ex) for ex in examples]
-        grammar = _GrammarTables([*dataset.schemas.values(), *records.entries])
         for stem, rows in questions.items():
             for row in rows:
                 grammar.mark(row)
@@ -314,11 +315,28 @@ class _GrammarTables:
         self.entries = {str(e["db_id"]): e for e in entries}
         self.tables: dict[str, dict[str, set[str]]] = {}
 
-    def mark(self, record: dict[str, Any]) -> dict[str, Any]:
-        db_id = str(record["db_id"])
+    def _tables(self, db_id: str) -> dict[str, set[str]]:
         if db_id not in self.tables:
             self.tables[db_id] = spider_tables_of(self.entries[db_id])
-        problem = evaluator_problem(str(record["query"]), self.tables[db_id])
+        return self.tables[db_id]
+
+    def respell(self, examples: Sequence[PerturbedExample]) -> list[PerturbedExample]:
+        """Each rewritten query the evaluator would stop on, in an equivalent spelling it
+        reads where one exists (:func:`~cta.formats.spider_grammar.evaluator_form`: an
+        alias of its own per branch of a set operation); verification then runs that."""
+        out = []
+        for pe in examples:
+            if pe.sql is not None and pe.perturbed_db_id != pe.db_id:
+                tables = self._tables(pe.perturbed_db_id)
+                if evaluator_problem(pe.sql, tables) is not None:
+                    better = evaluator_form(pe.sql, tables)
+                    if better is not None:
+                        pe = pe.model_copy(update={"sql": better})
+            out.append(pe)
+        return out
+
+    def mark(self, record: dict[str, Any]) -> dict[str, Any]:
+        problem = evaluator_problem(str(record["query"]), self._tables(str(record["db_id"])))
         record["evaluator_reads"] = problem is None
         record["evaluator_problem"] = problem
         return record
@@ -415,6 +433,7 @@ def perturb_spider_database(
         f"{kind}_s{seed}": [] for kind in kinds for seed in seeds
     }
     grammar = _GrammarTables([entry, *builder.entries])
+    result.examples[:] = grammar.respell(result.examples)
     for pe in result.examples:
         if pe.sql is not None:
             questions[f"{pe.kind}_s{pe.seed}"].append(grammar.mark(builder.perturbed(pe)))

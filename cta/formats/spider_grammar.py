@@ -42,7 +42,13 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.sqlite import SQLite
 
-__all__ = ["EvaluatorGrammarError", "evaluator_problem", "spider_sql", "spider_tables_of"]
+__all__ = [
+    "EvaluatorGrammarError",
+    "evaluator_form",
+    "evaluator_problem",
+    "spider_sql",
+    "spider_tables_of",
+]
 
 CLAUSES = ("select", "from", "where", "group", "order", "limit", "intersect", "union", "except")
 JOINS = ("join", "on", "as")
@@ -332,3 +338,50 @@ def spider_sql(tree: exp.Expr) -> str:
     """``tree`` written as SQLite in the evaluator's spellings: ``!=`` for ``<>``,
     ``x NOT IN (…)``/``x NOT LIKE …``/``x IS NOT NULL`` for ``NOT x …``."""
     return str(tree.sql(dialect=_SpiderSQLite()))
+
+
+def _branches(tree: exp.Expr) -> list[exp.Expr]:
+    """The SELECTs of a chain of set operations (the query itself when it has none)."""
+    if isinstance(tree, exp.SetOperation):
+        return [*_branches(tree.this), *_branches(tree.expression)]
+    return [tree]
+
+
+def evaluator_form(sql: str, schema: Mapping[str, Collection[str]]) -> str | None:
+    """An equivalent spelling of ``sql`` that the official evaluator reads, or None.
+
+    Two things stop it on SQL that is otherwise in its grammar: its alias table is global,
+    so ``T1`` naming ``Friend`` in one branch of an ``INTERSECT`` and ``Likes`` in the other
+    resolves to one of them everywhere; and sqlglot's spellings (``<>``, ``NOT x IN``). Here
+    each branch of a set operation gets aliases of its own (``T3``, ``T4``… where an earlier
+    branch used ``T1``, ``T2``) and the query is written with :func:`spider_sql`; the result
+    is returned only when the evaluator reads it."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return None
+    used: set[str] = set()
+    for branch in _branches(tree):
+        tables = [t for t in branch.find_all(exp.Table) if t.alias]
+        names = [t.alias.lower() for t in tables]
+        if len(set(names)) != len(names):
+            return None  # an alias defined twice in one branch: leave it alone
+        renames: dict[str, str] = {}
+        for table in tables:
+            alias = table.alias
+            if alias.lower() in used:
+                n = 1
+                while f"t{n}" in used or f"t{n}" in names:
+                    n += 1
+                renames[alias.lower()] = f"T{n}"
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(f"T{n}")))
+                used.add(f"t{n}")
+            used.add(alias.lower())
+        for column in branch.find_all(exp.Column):
+            if column.table and column.table.lower() in renames:
+                column.set("table", exp.to_identifier(renames[column.table.lower()]))
+    text = spider_sql(tree)
+    return text if evaluator_problem(text, schema) is None else None
