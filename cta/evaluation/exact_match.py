@@ -1,23 +1,35 @@
-"""Spider's exact-set-match accuracy over queries parsed by sqlglot.
+"""Spider's exact set match (EM), as the official evaluator computes it, over sqlglot parses.
 
-The Spider evaluation script (Yu et al., 2018, ``evaluation.py``) parses gold and predicted
-SQL into a nested structure — SELECT items ``(agg, val_unit)``, table units, conditions
-``(not, op, val_unit, val1, val2)``, GROUP BY, HAVING, ORDER BY, LIMIT and the set operations
-— and compares them component by component *as sets*, values ignored, DISTINCT ignored,
-columns of one foreign-key cluster counted as one. Here sqlglot does the parsing (SQLite
-dialect, SQLite's name resolution: aliases, unqualified columns through the FROM clause,
-then enclosing queries; a double-quoted name that names no column is a string) and
-:class:`SqlTree` is that structure; :func:`exact_set_match` ports the comparison:
+The official evaluator (test-suite-sql-eval's ``evaluation.py``, Spider's
+``evaluation.py`` before it) parses gold and predicted SQL into a nested structure — SELECT
+items ``(agg, val_unit)``, table units, conditions ``(not, op, val_unit, val1, val2)``,
+GROUP BY, HAVING, ORDER BY, LIMIT and the set operations — rewrites both, and compares them
+component by component. Here sqlglot does the parsing (SQLite dialect, SQLite's name
+resolution: aliases, unqualified columns through the FROM clause in order, then enclosing
+queries; a double-quoted name that names no column is a string) into :class:`SqlTree`, the
+same structure as written; :func:`official_form` applies the evaluator's rewrites and
+:func:`exact_set_match` its comparison:
 
-``select``, ``select(no AGG)``, ``where``, ``where(no OP)``, ``group(no Having)``,
-``group``, ``order``, ``and/or``, ``IUEN`` (nested, recursively) and ``keywords`` must all
-match, and the table units must be the same multiset. Join conditions are not compared.
+- **rewrites** — a condition's value is dropped unless it is a subquery, and values inside
+  those subqueries and the INTERSECT/UNION/EXCEPT parts are dropped too; in the query and
+  its set-operation parts ``DISTINCT`` is dropped and a column of a foreign-key cluster
+  counts as the cluster's first column when its table is in the outer query's FROM. The
+  subqueries of conditions keep ``DISTINCT`` and their own columns; a FROM subquery is kept
+  as written, values included.
+- **comparison** — ``select``, ``select(no AGG)``, ``where``, ``where(no OP)``,
+  ``group(no Having)`` (column names, tables ignored), ``group`` (GROUP BY columns as a list,
+  HAVING equal), ``order`` (one direction per ORDER BY, the last one written, else ``asc``;
+  the terms as a list; LIMIT present on both or neither), ``and/or`` (of WHERE),
+  ``IUEN`` (the set-operation parts, recursively) and ``keywords`` must all match, and the
+  table units must be the same multiset. JOIN … ON conditions count only through
+  ``keywords`` (``or``, ``not``, ``in``, ``like``).
 
-Where this differs from the script: foreign-key clusters are applied at every nesting
-level (the script skips conditions' subqueries); an ORDER BY is ``desc`` when any of its
-terms is; what the script cannot parse (aliases in SELECT, ``T1.*``, quoted identifiers)
-is read the way SQLite reads it. SQL outside the structure (functions other than the five
-aggregates, CASE, arithmetic on more than two columns, JOIN … USING) raises
+Where this differs from the evaluator — each with an example in the README ("Exact match"):
+SQL its grammar cannot read scores 0 there, and is read here the way SQLite reads it
+(``<>``, ``NOT x IN``, ``IS [NOT] NULL``, ``EXISTS``, aliases in SELECT, a table alias
+without ``AS``, comma joins, ``T1.*``, quoted identifiers, an unqualified column of an
+enclosing query); it replaces ``value`` with ``1`` in every prediction and we do not. SQL outside the structure (functions other than the five
+aggregates, CASE, CAST, arithmetic on more than two columns, JOIN … USING) raises
 :class:`UnsupportedSql`: a gold query of that kind is not scored, a prediction is wrong.
 """
 
