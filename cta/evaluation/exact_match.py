@@ -31,6 +31,9 @@ without ``AS``, comma joins, ``T1.*``, quoted identifiers, an unqualified column
 enclosing query); it replaces ``value`` with ``1`` in every prediction and we do not. SQL outside the structure (functions other than the five
 aggregates, CASE, CAST, arithmetic on more than two columns, JOIN … USING) raises
 :class:`UnsupportedSql`: a gold query of that kind is not scored, a prediction is wrong.
+
+One file: the structure, how a parse fills it, the evaluator's rewrites and its comparison
+are one definition of EM, to be read and checked against the evaluator side by side.
 """
 
 from __future__ import annotations
