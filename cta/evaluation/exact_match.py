@@ -28,7 +28,8 @@ Where this differs from the evaluator — each with an example in the README ("E
 SQL its grammar cannot read scores 0 there, and is read here the way SQLite reads it
 (``<>``, ``NOT x IN``, ``IS [NOT] NULL``, ``EXISTS``, aliases in SELECT, a table alias
 without ``AS``, comma joins, ``T1.*``, quoted identifiers, an unqualified column of an
-enclosing query); it replaces ``value`` with ``1`` in every prediction and we do not. SQL outside the structure (functions other than the five
+enclosing query, a table alias given to two tables at two nesting levels — read there as the
+last table so named); it replaces ``value`` with ``1`` in every prediction and we do not. SQL outside the structure (functions other than the five
 aggregates, CASE, CAST, arithmetic on more than two columns, JOIN … USING) raises
 :class:`UnsupportedSql`: a gold query of that kind is not scored, a prediction is wrong.
 
