@@ -510,16 +510,17 @@ def test_exact_match_follows_the_official_evaluator(music: SpiderSchema) -> None
         assert matcher.score(music, gold, pred) is True, (gold, pred)
 
 
-def test_nearest_train_writes_what_the_official_grammar_reads() -> None:
+def test_spider_sql_writes_what_the_official_grammar_reads() -> None:
+    """nearest-train's predictions are written so (``cta.formats.spider_grammar``)."""
     import sqlglot
 
-    from cta.evaluation.nearest import spider_style
+    from cta.formats.spider_grammar import spider_sql
 
     sql = (
         "SELECT a FROM t JOIN u WHERE NOT x IN (SELECT y FROM u WHERE z <> 1) "
         "AND NOT d BETWEEN 1 AND 2 AND NOT (a = 1 OR b = 2) AND c NOT LIKE 'x'"
     )
-    assert spider_style(sqlglot.parse_one(sql, read="sqlite")) == (
+    assert spider_sql(sqlglot.parse_one(sql, read="sqlite")) == (
         "SELECT a FROM t JOIN u WHERE x NOT IN (SELECT y FROM u WHERE z != 1) "
         "AND d NOT BETWEEN 1 AND 2 AND NOT (a = 1 OR b = 2) AND c NOT LIKE 'x'"
     )

@@ -15,9 +15,9 @@
 3. **Choose.** Candidates are ranked by retrieval similarity plus how well their columns
    were linked; the first one that runs on the target database is the prediction
    (execution-guided, as many parsers decode). It is written the way Spider's gold is
-   (``!=``, ``x NOT IN (…)``, ``JOIN t`` without ``ON TRUE``), which the official
-   evaluator's grammar reads; sqlglot's SQLite spelling (``<>``, ``NOT x IN (…)``) it
-   cannot, and scores such a prediction wrong.
+   (:func:`~cta.formats.spider_grammar.spider_sql`: ``!=``, ``x NOT IN (…)``), which the
+   official evaluator's grammar reads; sqlglot's SQLite spelling (``<>``, ``NOT x IN (…)``)
+   it cannot, and scores such a prediction wrong.
 
 The parser sees what any parser sees — question, schema, database — never the gold SQL, and
 leans on schema linking exactly where RPL and ADD strike, so its drop is a measured one.
@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.generators.sqlite import SQLiteGenerator
 
 from cta.apply.database import quote_identifier
 from cta.apply.verify import ExecutionError, execute
@@ -43,6 +42,7 @@ from cta.evaluation.linking import SchemaLinks, link_schema, name_words, words
 from cta.evaluation.predictions import Prediction
 from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.sets import EvalDirectory, Question, question_text
+from cta.formats.spider_grammar import spider_sql
 
 __all__ = ["NearestTrain"]
 
@@ -121,32 +121,6 @@ def _question_values(question: str, links: SchemaLinks) -> _Values:
         if not set(_TOKEN.findall(span.lower())) <= schema_words and span not in quoted
     ]
     return _Values(tuple(_NUMBER.findall(question)), tuple(quoted + capitalised))
-
-
-class _SpiderStyle(SQLiteGenerator):
-    """SQLite spelled as Spider's gold SQL is."""
-
-    def neq_sql(self, expression: exp.NEQ) -> str:
-        return self.binary(expression, "!=")
-
-    def not_sql(self, expression: exp.Not) -> str:
-        inner = expression.this
-        if isinstance(inner, exp.In | exp.Between):  # x NOT IN (…), x NOT BETWEEN a AND b
-            head = self.sql(inner, "this")
-            return f"{head} NOT {self.sql(inner)[len(head) :].lstrip()}"
-        return super().not_sql(expression)
-
-    def join_sql(self, expression: exp.Join, join_op: str | None = None) -> str:
-        on = expression.args.get("on")
-        plain = not expression.args.get("kind") and not expression.args.get("side")
-        if plain and isinstance(on, exp.Boolean) and on.this is True:  # sqlglot's ON TRUE
-            return f"{self.seg('JOIN')} {self.sql(expression, 'this')}"
-        return str(super().join_sql(expression, join_op))
-
-
-def spider_style(tree: exp.Expr) -> str:
-    """``tree`` as SQLite in Spider's spelling (what the official evaluator's grammar reads)."""
-    return str(_SpiderStyle(dialect="sqlite").generate(tree))
 
 
 def _identifier(name: str) -> exp.Identifier:
@@ -403,7 +377,7 @@ class NearestTrain:
                 literal.replace(exp.Literal.string(text))
             elif not literal.is_string and numbers:
                 literal.replace(exp.Literal.number(numbers.pop(0)))
-        return spider_style(tree)
+        return spider_sql(tree)
 
 
 def _load(source: str | Path | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
