@@ -1,24 +1,40 @@
-"""Spider's exact-set-match accuracy over queries parsed by sqlglot.
+"""Spider's exact set match (EM), as the official evaluator computes it, over sqlglot parses.
 
-The Spider evaluation script (Yu et al., 2018, ``evaluation.py``) parses gold and predicted
-SQL into a nested structure — SELECT items ``(agg, val_unit)``, table units, conditions
-``(not, op, val_unit, val1, val2)``, GROUP BY, HAVING, ORDER BY, LIMIT and the set operations
-— and compares them component by component *as sets*, values ignored, DISTINCT ignored,
-columns of one foreign-key cluster counted as one. Here sqlglot does the parsing (SQLite
-dialect, SQLite's name resolution: aliases, unqualified columns through the FROM clause,
-then enclosing queries; a double-quoted name that names no column is a string) and
-:class:`SqlTree` is that structure; :func:`exact_set_match` ports the comparison:
+The official evaluator (test-suite-sql-eval's ``evaluation.py``, Spider's
+``evaluation.py`` before it) parses gold and predicted SQL into a nested structure — SELECT
+items ``(agg, val_unit)``, table units, conditions ``(not, op, val_unit, val1, val2)``,
+GROUP BY, HAVING, ORDER BY, LIMIT and the set operations — rewrites both, and compares them
+component by component. Here sqlglot does the parsing (SQLite dialect, SQLite's name
+resolution: aliases, unqualified columns through the FROM clause in order, then enclosing
+queries; a double-quoted name that names no column is a string) into :class:`SqlTree`, the
+same structure as written; :func:`official_form` applies the evaluator's rewrites and
+:func:`exact_set_match` its comparison:
 
-``select``, ``select(no AGG)``, ``where``, ``where(no OP)``, ``group(no Having)``,
-``group``, ``order``, ``and/or``, ``IUEN`` (nested, recursively) and ``keywords`` must all
-match, and the table units must be the same multiset. Join conditions are not compared.
+- **rewrites** — a condition's value is dropped unless it is a subquery, and values inside
+  those subqueries and the INTERSECT/UNION/EXCEPT parts are dropped too; in the query and
+  its set-operation parts ``DISTINCT`` is dropped and a column of a foreign-key cluster
+  counts as the cluster's first column when its table is in the outer query's FROM. The
+  subqueries of conditions keep ``DISTINCT`` and their own columns; a FROM subquery is kept
+  as written, values included.
+- **comparison** — ``select``, ``select(no AGG)``, ``where``, ``where(no OP)``,
+  ``group(no Having)`` (column names, tables ignored), ``group`` (GROUP BY columns as a list,
+  HAVING equal), ``order`` (one direction per ORDER BY, the last one written, else ``asc``;
+  the terms as a list; LIMIT present on both or neither), ``and/or`` (of WHERE),
+  ``IUEN`` (the set-operation parts, recursively) and ``keywords`` must all match, and the
+  table units must be the same multiset. JOIN … ON conditions count only through
+  ``keywords`` (``or``, ``not``, ``in``, ``like``).
 
-Where this differs from the script: foreign-key clusters are applied at every nesting
-level (the script skips conditions' subqueries); an ORDER BY is ``desc`` when any of its
-terms is; what the script cannot parse (aliases in SELECT, ``T1.*``, quoted identifiers)
-is read the way SQLite reads it. SQL outside the structure (functions other than the five
-aggregates, CASE, arithmetic on more than two columns, JOIN … USING) raises
+Where this differs from the evaluator — each with an example in the README ("Exact match"):
+SQL its grammar cannot read scores 0 there, and is read here the way SQLite reads it
+(``<>``, ``NOT x IN``, ``IS [NOT] NULL``, ``EXISTS``, aliases in SELECT, a table alias
+without ``AS``, comma joins, ``T1.*``, quoted identifiers, an unqualified column of an
+enclosing query, a table alias given to two tables at two nesting levels — read there as the
+last table so named); it replaces ``value`` with ``1`` in every prediction and we do not. SQL outside the structure (functions other than the five
+aggregates, CASE, CAST, arithmetic on more than two columns, JOIN … USING) raises
 :class:`UnsupportedSql`: a gold query of that kind is not scored, a prediction is wrong.
+
+One file: the structure, how a parse fills it, the evaluator's rewrites and its comparison
+are one definition of EM, to be read and checked against the evaluator side by side.
 """
 
 from __future__ import annotations
@@ -35,7 +51,15 @@ from sqlglot.errors import SqlglotError
 
 from cta.evaluation.schema import SpiderSchema
 
-__all__ = ["Bound", "ExactMatcher", "SqlTree", "UnsupportedSql", "bind", "exact_set_match"]
+__all__ = [
+    "Bound",
+    "ExactMatcher",
+    "SqlTree",
+    "UnsupportedSql",
+    "bind",
+    "exact_set_match",
+    "official_form",
+]
 
 AGG_OPS: dict[type[exp.Expr], int] = {exp.Max: 1, exp.Min: 2, exp.Count: 3, exp.Sum: 4, exp.Avg: 5}
 UNIT_OPS: dict[type[exp.Expr], int] = {exp.Sub: 1, exp.Add: 2, exp.Mul: 3, exp.Div: 4}
@@ -50,8 +74,9 @@ COMPARISONS: dict[type[exp.Expr], int] = {
     exp.NEQ: 7,
 }
 
-ColUnit = tuple[int, str]  # (aggregate, column key)
+ColUnit = tuple[int, str, bool]  # (aggregate, column key, DISTINCT inside the aggregate)
 ValUnit = tuple[int, ColUnit, ColUnit | None]  # (unit op, column, second column)
+Value = Any  # a condition's value: a SqlTree (subquery), str, float, a ColUnit, or None
 
 
 class UnsupportedSql(ValueError):
@@ -60,13 +85,14 @@ class UnsupportedSql(ValueError):
 
 @dataclass(frozen=True)
 class Cond:
-    """A condition ``(not, op, val_unit, val1, val2)``; values kept only when subqueries."""
+    """A condition ``(not, op, val_unit, val1, val2)``; :func:`official_form` masks the
+    values that are not subqueries."""
 
     negated: bool
     op: int
     left: ValUnit
-    val1: SqlTree | None = None
-    val2: SqlTree | None = None
+    val1: Value = None
+    val2: Value = None
 
 
 Conditions = tuple["Cond | str", ...]  # units and the "and"/"or" between them
@@ -74,7 +100,8 @@ Conditions = tuple["Cond | str", ...]  # units and the "and"/"or" between them
 
 @dataclass(frozen=True)
 class SqlTree:
-    """Spider's parsed SQL with values dropped; hashable, compared by value."""
+    """Spider's parsed SQL, as written (values, DISTINCT and column keys kept); hashable,
+    compared by value. :func:`official_form` turns it into what the evaluator compares."""
 
     select: tuple[tuple[int, ValUnit], ...]
     tables: tuple[tuple[str, Any], ...]  # ("table_unit", "__t__") or ("sql", SqlTree)
@@ -87,6 +114,7 @@ class SqlTree:
     intersect: SqlTree | None = None
     union: SqlTree | None = None
     except_: SqlTree | None = None
+    distinct: bool = False  # SELECT DISTINCT
 
 
 @dataclass
@@ -126,9 +154,8 @@ def _unwrap(node: exp.Expr) -> exp.Expr:
 
 
 class _Translator:
-    def __init__(self, schema: SpiderSchema, kmap: Mapping[str, str]) -> None:
+    def __init__(self, schema: SpiderSchema) -> None:
         self.schema = schema
-        self.kmap = kmap
         self.columns: dict[int, int] = {}
         self.tables: dict[int, int] = {}
 
@@ -220,6 +247,7 @@ class _Translator:
             having=tuple(self._conditions(having.this, scope)) if having is not None else (),
             order_by=self._order(order_node, scope) if order_node is not None else None,
             limit=limit is not None,
+            distinct=sel.args.get("distinct") is not None,
         )
 
     def _source(self, node: exp.Expr, scope: _Scope) -> tuple[str, Any]:
@@ -243,7 +271,10 @@ class _Translator:
         node = _unwrap(node.this if isinstance(node, exp.Alias) else node)
         agg = AGG_OPS.get(type(node))
         if agg is not None:
-            return agg, (0, self._col_unit(self._agg_arg(node), scope), None)
+            # The evaluator reads ``count(DISTINCT x)`` in SELECT as count over (x, distinct).
+            inner = self._dealias(_unwrap(self._agg_arg(node)), scope)
+            column = (0, self._column_key(inner, scope), isinstance(node.this, exp.Distinct))
+            return agg, (0, column, None)
         return 0, self._val_unit(node, scope)
 
     def _agg_arg(self, node: exp.Expr) -> exp.Expr:
@@ -268,8 +299,8 @@ class _Translator:
         agg = AGG_OPS.get(type(node))
         if agg is not None:
             inner = self._dealias(_unwrap(self._agg_arg(node)), scope)
-            return agg, self._column_key(inner, scope)
-        return 0, self._column_key(node, scope)
+            return agg, self._column_key(inner, scope), isinstance(node.this, exp.Distinct)
+        return 0, self._column_key(node, scope), False
 
     def _dealias(self, node: exp.Expr, scope: _Scope) -> exp.Expr:
         """A bare name that no table column answers but a result alias does → its expression."""
@@ -313,11 +344,11 @@ class _Translator:
         if index is None:  # a derived table's column
             return f"__{_fold(source.name)}.{_fold(node.name)}__"
         self.columns[id(node)] = index
-        key = self.schema.column_key(index)
-        return self.kmap.get(key, key)
+        return self.schema.column_key(index)
 
-    def _value(self, node: exp.Expr | None, scope: _Scope) -> SqlTree | None:
-        """A condition's value: a subquery is kept, anything else (literal, column) dropped."""
+    def _value(self, node: exp.Expr | None, scope: _Scope) -> Value:
+        """A condition's value as the evaluator reads it: a subquery, a string (quotes of
+        either kind alike), a number (``30`` = ``30.0``), a column; else the SQL text."""
         if node is None:
             return None
         node = _unwrap(node) if not isinstance(node, exp.Subquery) else node
@@ -326,8 +357,17 @@ class _Translator:
         if isinstance(node, exp.Select | exp.Union | exp.Intersect | exp.Except):
             return self.query(node, scope)
         if isinstance(node, exp.Column) and self._lookup(node, scope) is not None:
-            self._column_key(node, scope)  # bind it (a column compared with a column)
-        return None
+            return self._col_unit(node, scope)  # a column compared with a column
+        if isinstance(node, exp.Column) and isinstance(node.this, exp.Identifier):
+            return node.name  # SQLite: a double-quoted name that names no column is a string
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return node.this
+            try:
+                return float(node.this)
+            except ValueError:
+                return node.this
+        return node.sql("sqlite")
 
     # -- conditions -------------------------------------------------------------------------
     def _conditions(self, node: exp.Expr, scope: _Scope) -> list[Cond | str]:
@@ -349,7 +389,8 @@ class _Translator:
         if node.args.get("negate"):
             negated = not negated
         if isinstance(node, exp.Exists):
-            return Cond(negated, OP_EXISTS, (0, (0, "__all__"), None), self.query(node.this, scope))
+            all_ = (0, "__all__", False)
+            return Cond(negated, OP_EXISTS, (0, all_, None), self.query(node.this, scope))
         left = self._val_unit(node.this, scope)
         if isinstance(node, exp.Is):
             return Cond(negated, OP_IS, left)
@@ -369,10 +410,14 @@ class _Translator:
         return Cond(negated, op, left, self._value(node.expression, scope))
 
     def _order(self, node: exp.Expr, scope: _Scope) -> tuple[str, tuple[ValUnit, ...]]:
+        # The evaluator keeps one direction per ORDER BY: the last one written, else asc
+        # (``a DESC, b`` is desc, ``a DESC, b ASC`` is asc).
         units = []
-        desc = False
+        direction = "asc"
         for term in node.expressions:
-            desc = desc or bool(term.args.get("desc"))
+            desc = term.args.get("desc")
+            if desc is not None:
+                direction = "desc" if desc else "asc"
             key = term.this
             if isinstance(key, exp.Literal) and not key.is_string:
                 position = int(key.this) - 1
@@ -381,10 +426,10 @@ class _Translator:
                 key = scope.projections[position]
                 key = key.this if isinstance(key, exp.Alias) else key
             units.append(self._val_unit(key, scope))
-        return ("desc" if desc else "asc"), tuple(units)
+        return direction, tuple(units)
 
 
-def bind(sql: str, schema: SpiderSchema, kmap: Mapping[str, str] | None = None) -> Bound:
+def bind(sql: str, schema: SpiderSchema) -> Bound:
     """Parse ``sql`` (SQLite) and bind it to ``schema``; raises :class:`UnsupportedSql`."""
     try:
         statements = sqlglot.parse(sql, read="sqlite")
@@ -393,9 +438,91 @@ def bind(sql: str, schema: SpiderSchema, kmap: Mapping[str, str] | None = None) 
     if len(statements) != 1 or statements[0] is None:
         raise UnsupportedSql("expected one statement")
     tree = statements[0]
-    translator = _Translator(schema, kmap if kmap is not None else {})
+    translator = _Translator(schema)
     spider = translator.query(tree, None)
     return Bound(tree, spider, translator.columns, translator.tables)
+
+
+# -- what the evaluator compares ----------------------------------------------------------------
+def official_form(tree: SqlTree, kmap: Mapping[str, str]) -> SqlTree:
+    """``tree`` as the evaluator compares it, after its two rewrites of a parsed query.
+
+    Values: a condition's value is dropped unless it is a subquery; inside the subqueries
+    of conditions and of INTERSECT/UNION/EXCEPT values are dropped in turn. Columns: in the
+    query and its INTERSECT/UNION/EXCEPT parts, ``DISTINCT`` is dropped and a column of a
+    foreign-key cluster becomes the cluster's first (``kmap``) when its table is one of the
+    *outer* query's FROM tables. Left as written: the subqueries of conditions (their
+    ``DISTINCT``, their columns) and FROM subqueries (values included).
+    """
+    tables = {key[2:-2] for kind, key in tree.tables if kind == "table_unit"}
+    return _columns_rebuilt(tree, tables, kmap)
+
+
+def _columns_rebuilt(tree: SqlTree, tables: set[str], kmap: Mapping[str, str]) -> SqlTree:
+    def column(unit: ColUnit) -> ColUnit:
+        agg, key, _ = unit
+        if "." in key and key[2 : key.index(".")] in tables:
+            key = kmap.get(key, key)
+        return agg, key, False
+
+    def val_unit(unit: ValUnit) -> ValUnit:
+        op, first, second = unit
+        return op, column(first), column(second) if second is not None else None
+
+    def conditions(conds: Conditions) -> Conditions:
+        return tuple(
+            dataclasses.replace(
+                c, left=val_unit(c.left), val1=_masked(c.val1), val2=_masked(c.val2)
+            )
+            if isinstance(c, Cond)
+            else c
+            for c in conds
+        )
+
+    def part(nested: SqlTree | None) -> SqlTree | None:
+        return _columns_rebuilt(nested, tables, kmap) if nested is not None else None
+
+    order = tree.order_by
+    return dataclasses.replace(
+        tree,
+        select=tuple((agg, val_unit(unit)) for agg, unit in tree.select),
+        from_conds=conditions(tree.from_conds),
+        where=conditions(tree.where),
+        group_by=tuple(column(unit) for unit in tree.group_by),
+        having=conditions(tree.having),
+        order_by=(order[0], tuple(val_unit(u) for u in order[1])) if order else None,
+        intersect=part(tree.intersect),
+        union=part(tree.union),
+        except_=part(tree.except_),
+        distinct=False,
+    )
+
+
+def _masked(value: Value) -> Value:
+    return _values_masked(value) if isinstance(value, SqlTree) else None
+
+
+def _values_masked(tree: SqlTree) -> SqlTree:
+    def conditions(conds: Conditions) -> Conditions:
+        return tuple(
+            dataclasses.replace(c, val1=_masked(c.val1), val2=_masked(c.val2))
+            if isinstance(c, Cond)
+            else c
+            for c in conds
+        )
+
+    def part(nested: SqlTree | None) -> SqlTree | None:
+        return _values_masked(nested) if nested is not None else None
+
+    return dataclasses.replace(
+        tree,
+        from_conds=conditions(tree.from_conds),
+        where=conditions(tree.where),
+        having=conditions(tree.having),
+        intersect=part(tree.intersect),
+        union=part(tree.union),
+        except_=part(tree.except_),
+    )
 
 
 # -- the comparison (Spider's evaluation.py) ---------------------------------------------------
@@ -420,7 +547,7 @@ def _match_where(pred: SqlTree, gold: SqlTree) -> bool:
 
 
 def _group_names(tree: SqlTree) -> list[str]:
-    return [key.split(".")[1] if "." in key else key for _, key in tree.group_by]
+    return [key.split(".")[1] if "." in key else key for _, key, _ in tree.group_by]
 
 
 def _match_group(pred: SqlTree, gold: SqlTree) -> bool:
@@ -433,7 +560,7 @@ def _match_having(pred: SqlTree, gold: SqlTree) -> bool:
         return False
     if not gold.group_by:
         return True
-    same_columns = [k for _, k in pred.group_by] == [k for _, k in gold.group_by]
+    same_columns = [u[1] for u in pred.group_by] == [u[1] for u in gold.group_by]
     return same_columns and pred.having == gold.having
 
 
@@ -483,7 +610,8 @@ def _match_nested(pred: SqlTree | None, gold: SqlTree | None) -> bool:
 
 
 def exact_set_match(gold: SqlTree, pred: SqlTree) -> bool:
-    """Spider's exact set match: every component equal as a set, table units as a bag."""
+    """Spider's exact set match of two :func:`official_form` trees: every component equal
+    as a set, table units as a bag."""
     components = (
         _match_select(pred, gold),
         _match_where(pred, gold),
@@ -511,7 +639,7 @@ class ExactMatcher:
         kmap = self._kmaps.get(schema.db_id)
         if kmap is None:
             kmap = self._kmaps[schema.db_id] = schema.foreign_key_map()
-        return bind(sql, schema, kmap).spider
+        return official_form(bind(sql, schema).spider, kmap)
 
     def score(self, schema: SpiderSchema, gold: str, pred: str | None) -> bool | None:
         """True/False; None when the gold query is outside what can be scored."""

@@ -14,7 +14,10 @@
    capitalised words.
 3. **Choose.** Candidates are ranked by retrieval similarity plus how well their columns
    were linked; the first one that runs on the target database is the prediction
-   (execution-guided, as many parsers decode).
+   (execution-guided, as many parsers decode). It is written the way Spider's gold is
+   (:func:`~cta.formats.spider_grammar.spider_sql`: ``!=``, ``x NOT IN (…)``), which the
+   official evaluator's grammar reads; sqlglot's SQLite spelling (``<>``, ``NOT x IN (…)``)
+   it cannot, and scores such a prediction wrong.
 
 The parser sees what any parser sees — question, schema, database — never the gold SQL, and
 leans on schema linking exactly where RPL and ADD strike, so its drop is a measured one.
@@ -39,6 +42,7 @@ from cta.evaluation.linking import SchemaLinks, link_schema, name_words, words
 from cta.evaluation.predictions import Prediction
 from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.sets import EvalDirectory, Question, question_text
+from cta.formats.spider_grammar import spider_sql
 
 __all__ = ["NearestTrain"]
 
@@ -373,7 +377,7 @@ class NearestTrain:
                 literal.replace(exp.Literal.string(text))
             elif not literal.is_string and numbers:
                 literal.replace(exp.Literal.number(numbers.pop(0)))
-        return tree.sql(dialect="sqlite")
+        return spider_sql(tree)
 
 
 def _load(source: str | Path | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -321,13 +321,20 @@ class _SpiderGenerator(SQLite.Generator):  # type: ignore[misc,valid-type]
 
     def not_sql(self, expression: exp.Not) -> str:
         inner = expression.this
-        if isinstance(inner, exp.In):
-            text = self.in_sql(inner)
+        if isinstance(inner, exp.In | exp.Between):
+            text = self.sql(inner)
             left = self.sql(inner, "this")
             return f"{left} NOT {text[len(left) + 1 :]}"
         if isinstance(inner, exp.Is):
             return f"{self.sql(inner, 'this')} IS NOT {self.sql(inner, 'expression')}"
         return str(super().not_sql(expression))
+
+    def join_sql(self, expression: exp.Join, join_op: str | None = None) -> str:
+        on = expression.args.get("on")
+        plain = not expression.args.get("kind") and not expression.args.get("side")
+        if plain and isinstance(on, exp.Boolean) and on.this is True:  # sqlglot's ON TRUE
+            return f"{self.seg('JOIN')} {self.sql(expression, 'this')}"
+        return str(super().join_sql(expression, join_op))
 
 
 class _SpiderSQLite(SQLite):
@@ -336,7 +343,8 @@ class _SpiderSQLite(SQLite):
 
 def spider_sql(tree: exp.Expr) -> str:
     """``tree`` written as SQLite in the evaluator's spellings: ``!=`` for ``<>``,
-    ``x NOT IN (…)``/``x NOT LIKE …``/``x IS NOT NULL`` for ``NOT x …``."""
+    ``x NOT IN (…)``/``x NOT BETWEEN …``/``x NOT LIKE …``/``x IS NOT NULL`` for ``NOT x …``,
+    ``JOIN t`` for sqlglot's ``JOIN t ON TRUE``."""
     return str(tree.sql(dialect=_SpiderSQLite()))
 
 
