@@ -95,7 +95,12 @@ def test_a_rerun_skips_finished_shards_and_never_writes_one_twice(tmp_path: Path
     assert [e["shard"] for e in _manifest(out)] == [0, 0]
     report, ledger = run_shards(items, out, run={}, worker=worker, shard_size=2)
     assert (report.resumed_shards, report.computed_shards, report.failed) == (1, 2, 1)
-    assert calls == [["line 1", "line 2"], ["line 3", "line 4"], ["line 3", "line 4"], ["line 5", "line 6"]]
+    assert calls == [
+        ["line 1", "line 2"],
+        ["line 3", "line 4"],
+        ["line 3", "line 4"],
+        ["line 5", "line 6"],
+    ]
     manifest = _manifest(out)
     assert [e["item"] for e in manifest] == [i.key for i in items]  # each once, in order
     assert [e["status"] for e in manifest].count("failed") == 1

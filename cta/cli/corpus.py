@@ -44,7 +44,10 @@ def register(sub: Any) -> None:
     run.add_argument("--max-candidates", type=int, default=None)
     run.add_argument("--index", help="index directory (default: the settings' index)")
     run.add_argument(
-        "--shard-size", type=int, default=SHARD_SIZE, help=f"tables per shard (default {SHARD_SIZE})"
+        "--shard-size",
+        type=int,
+        default=SHARD_SIZE,
+        help=f"tables per shard (default {SHARD_SIZE})",
     )
     add_ray_arguments(run, "perturb the shards")
     run.set_defaults(func=_perturb)

@@ -10,6 +10,7 @@ from cta.scale.items import Item, read_items
 from cta.scale.ledger import ItemOutcome, Ledger, LedgerMismatchError
 from cta.scale.runner import (
     SHARD_SIZE,
+    ProposalError,
     RunReport,
     ShardMapper,
     ShardPerturber,
@@ -25,6 +26,7 @@ __all__ = [
     "ItemOutcome",
     "Ledger",
     "LedgerMismatchError",
+    "ProposalError",
     "RunReport",
     "ShardMapper",
     "ShardPerturber",

@@ -97,7 +97,9 @@ def _folder_items(root: Path) -> Iterator[Item]:
         try:
             tables = load_tables(file)
         except (InvalidTableError, OSError, UnicodeDecodeError) as exc:
-            reason = f"{exc.message} ({exc.problem})" if isinstance(exc, InvalidTableError) else str(exc)
+            reason = (
+                f"{exc.message} ({exc.problem})" if isinstance(exc, InvalidTableError) else str(exc)
+            )
             yield Item(name, error={"item": name, "error": reason})
             continue
         for n, table in enumerate(tables):

@@ -165,7 +165,9 @@ class Ledger:
     def lines(self) -> Iterable[str]:
         """Every output line, in input order (all shards must be finished)."""
         for shard in range(len(self.keys)):
-            yield from (self.shards_dir / shard_name(shard)).read_text(encoding="utf-8").splitlines()
+            yield from (
+                (self.shards_dir / shard_name(shard)).read_text(encoding="utf-8").splitlines()
+            )
 
     def failed(self) -> list[dict[str, Any]]:
         """The manifest entries of failed items, in input order."""

@@ -14,12 +14,18 @@ from __future__ import annotations
 import logging
 import os
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cta import registry
+from cta.components import TableEncoder
 from cta.scale.ledger import ItemOutcome
 from cta.scale.runner import Shard, ShardMapper, Worker, WorkerFactory
+from cta.settings import Settings
+from cta.table import Table
+from retriever.index import ChunkEncoder
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +60,6 @@ def connect(options: RayOptions) -> int:
     """Join the cluster (or start a local instance) unless connected; its CPU count."""
     ray = _ray()
     if not ray.is_initialized():
-        for name in ("ray", "ray.data", "ray.train", "ray.tune"):
-            logging.getLogger(name).setLevel(logging.WARNING)
         address = options.address or os.environ.get("RAY_ADDRESS") or None
         if address:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True)
@@ -65,6 +69,9 @@ def connect(options: RayOptions) -> int:
                 include_dashboard=False,
                 logging_level=logging.WARNING,
             )
+    # Ray Data logs each execution at INFO: only its warnings matter to a batch run.
+    for name in ("ray", "ray.data"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
@@ -109,11 +116,10 @@ def ray_mapper(options: RayOptions | None = None) -> ShardMapper:
             fn_constructor_args=(factory,),
             batch_size=1,
             batch_format="numpy",
-            concurrency=actors,
+            # Ray Data's default for an actor pool: a dead actor is restarted and its
+            # shard retried, without limit. Two shards in flight per actor keep it busy.
+            compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=2),
             num_cpus=options.cpus_per_actor,
-            # an actor that dies is replaced and its shard retried, without limit
-            max_restarts=-1,
-            max_task_retries=-1,
         )
         log.info("ray: %d shards over %d actors", len(rows), actors)
         for row in dataset.iter_rows():
@@ -122,13 +128,50 @@ def ray_mapper(options: RayOptions | None = None) -> ShardMapper:
     return mapper
 
 
-def map_ordered(
-    factory: Callable[[], Callable[[Any], Any]], payloads: Sequence[Any], options: RayOptions
-) -> list[Any]:
-    """``[worker(p) for p in payloads]`` over a Ray Data actor pool (each actor makes its
-    worker once), results in the payloads' order."""
-    done: dict[int, Any] = {}
-    shards: list[Shard] = [(n, p) for n, p in enumerate(payloads)]
-    for n, result in ray_mapper(options)(factory, shards):  # type: ignore[arg-type]
-        done[n] = result
-    return [done[n] for n in range(len(payloads))]
+class _EncoderActor:
+    """An index encoder (made once per actor) encoding chunks of tables."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.encoder: TableEncoder = registry.create("encoder", settings.encoder, settings)
+
+    def encode(self, tables: list[Table], batch_size: int) -> Any:
+        return self.encoder.encode(tables, batch_size)
+
+
+def ray_chunk_encoder(
+    settings: Settings, batch_size: int, options: RayOptions | None = None
+) -> ChunkEncoder:
+    """A :data:`retriever.index.ChunkEncoder` over Ray actors, each with the settings'
+    encoder: the same ``encode(chunk, batch_size)`` calls as the in-process build, so the
+    same vectors, in the same order; at most one chunk per actor in flight, so the corpus
+    streams through the driver as it does in-process.
+
+    Ray core's ``ActorPool`` rather than Ray Data: the index build consumes the chunks in
+    order from a generator (the corpora are read lazily) and must not hold them all."""
+    options = options or RayOptions()
+
+    def encode(chunks: Iterable[list[Table]]) -> Iterator[tuple[list[Table], Any]]:
+        ray = _ray()
+        from ray.util import ActorPool  # deferred: the optional ray extra
+
+        cpus = connect(options)
+        size = options.actors or max(1, int(cpus // options.cpus_per_actor))
+        actor = ray.remote(num_cpus=options.cpus_per_actor, max_restarts=-1, max_task_retries=-1)(
+            _EncoderActor
+        )
+        actors = [actor.remote(settings) for _ in range(size)]
+        pool = ActorPool(actors)
+        waiting: deque[list[Table]] = deque()
+        try:
+            for chunk in chunks:
+                if not pool.has_free():
+                    yield waiting.popleft(), pool.get_next()
+                pool.submit(lambda a, c: a.encode.remote(c, batch_size), chunk)
+                waiting.append(chunk)
+            while waiting:
+                yield waiting.popleft(), pool.get_next()
+        finally:
+            for each in actors:  # the encoders' memory back to the cluster
+                ray.kill(each)
+
+    return encode

@@ -86,7 +86,9 @@ class ShardPerturber:
             return f"{type(exc).__name__}: {exc}"
 
 
-def in_process(factory: WorkerFactory, shards: Sequence[Shard]) -> Iterator[tuple[int, list[ItemOutcome]]]:
+def in_process(
+    factory: WorkerFactory, shards: Sequence[Shard]
+) -> Iterator[tuple[int, list[ItemOutcome]]]:
     """Every shard here, in order, with one worker (made only when there is work)."""
     worker: Worker | None = None
     for shard, items in shards:
@@ -224,4 +226,3 @@ def ledger_proposer(
         return [PerturbationResult.model_validate_json(line) for line in ledger.lines()]
 
     return propose
-
