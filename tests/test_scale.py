@@ -12,7 +12,15 @@ from typing import Any
 import pytest
 from conftest import TINY_CORPUS, write_tiny_corpus
 
-from cta.scale import Item, ItemOutcome, Ledger, LedgerMismatchError, read_items, run_shards
+from cta.scale import (
+    Item,
+    ItemOutcome,
+    Ledger,
+    LedgerMismatchError,
+    in_process,
+    read_items,
+    run_shards,
+)
 from cta.scale.ledger import MANIFEST_FILE, shard_name
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,6 +150,21 @@ def test_another_input_or_option_is_refused(tmp_path: Path) -> None:
             run={"options": {"seed": 0}},
             worker=lambda: _echo,
         )
+
+
+def test_without_ray_the_in_process_mapper_is_used(tmp_path: Path) -> None:
+    """The default mapper makes its worker (loads the pipeline) only when there is work."""
+    items = [Item("a", error={"item": "a", "error": "bad"})]
+    made = []
+
+    def factory() -> Any:
+        made.append(1)
+        return lambda shard: [
+            ItemOutcome(i.key, json.dumps(i.error), "failed", i.reason) for i in shard
+        ]
+
+    assert list(in_process(factory, [])) == [] and made == []
+    assert [s for s, _ in in_process(factory, [(0, items)])] == [0] and made == [1]
 
 
 def cta(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
