@@ -195,3 +195,23 @@ def test_corpus_perturb_in_process_gives_cta_perturbs_bytes(
     assert "1 of 6 items failed (first: line 4: invalid JSON" in run.stderr
     assert shard_bytes(out) == reference.stdout
     assert json.loads(run.stdout)["computed_shards"] == 3
+
+
+def test_compose_has_a_ray_profile_with_a_head_and_workers() -> None:
+    """docker/compose.yaml's `ray` profile: a head and workers joining it, on an image with
+    the ray extra, with shared memory sized for Ray's object store; not started by default."""
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text(encoding="utf-8"))
+    head, worker = compose["services"]["ray-head"], compose["services"]["ray-worker"]
+    for service in (head, worker):
+        assert service["profiles"] == ["ray"]
+        assert service["build"]["args"]["CTA_RAY"] == "1"
+        assert service["shm_size"] and service["environment"]["RAY_AUTH_MODE"] == "token"
+    assert head["command"][:3] == ["ray", "start", "--head"]
+    assert "--address=ray-head:6379" in worker["command"]
+    assert worker["depends_on"]["ray-head"]["condition"] == "service_healthy"
+    assert all("profiles" not in compose["services"][s] for s in ("api", "worker", "postgres"))
+    dockerfile = (ROOT / "docker" / "Dockerfile").read_text(encoding="utf-8")
+    assert '[ "$CTA_RAY" = 1 ]' in dockerfile and "-r requirements-ray.lock" in dockerfile
+    assert (ROOT / "requirements-ray.lock").is_file()
