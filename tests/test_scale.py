@@ -128,6 +128,8 @@ def test_a_shard_written_before_a_crash_is_adopted_not_recomputed(tmp_path: Path
     manifest = (out / MANIFEST_FILE).read_text().splitlines()
     (out / MANIFEST_FILE).write_text("\n".join(manifest[:2]) + "\n" + manifest[2][:10])
     before = (out / "shards" / shard_name(1)).read_bytes()
+    leftover = out / "shards" / ".part-00002.jsonl.tmp-999"  # a write cut short
+    leftover.write_text("half a li")
 
     def never() -> Any:
         raise AssertionError("a written shard was computed again")
@@ -136,6 +138,7 @@ def test_a_shard_written_before_a_crash_is_adopted_not_recomputed(tmp_path: Path
     assert report.computed_shards == 0
     assert [e["item"] for e in _manifest(out)] == ["t0", "t1", "t2", "t3"]
     assert (out / "shards" / shard_name(1)).read_bytes() == before
+    assert not leftover.exists()
 
 
 def test_another_input_or_option_is_refused(tmp_path: Path) -> None:

@@ -85,6 +85,8 @@ class Ledger:
                 )
         else:
             _write_atomically(run_file, json.dumps(run, indent=2, ensure_ascii=False) + "\n")
+        for leftover in self.shards_dir.glob(".*.tmp-*"):  # a write a crash cut short
+            leftover.unlink()
         self.entries: dict[str, dict[str, Any]] = {}
         self._read_manifest()
         self._adopt_orphans()
