@@ -106,6 +106,30 @@ def _run(
     }
 
 
+def _echo_worker() -> Any:
+    """A worker that loads nothing and answers each item with a fixed line."""
+    return lambda items: [ItemOutcome(i.key, '{"echo": true}') for i in items]
+
+
+def null_overhead(items: list[Item], shards: int = 64) -> dict[str, Any]:
+    """Ray's own cost per shard, without the pipeline: ``shards`` one-table shards through
+    a 2-actor pool whose worker does nothing (scheduling, pickling, the ledger's writes)."""
+    chosen = (items * (shards // len(items) + 1))[:shards]
+    chosen = [Item(f"{n}:{i.key}", table=i.table) for n, i in enumerate(chosen)]
+    rows = {}
+    for label, mapper in (("in-process", in_process), ("ray-2", ray_mapper(RayOptions(actors=2)))):
+        with tempfile.TemporaryDirectory() as work:
+            started = time.perf_counter()
+            run_shards(chosen, Path(work), run={}, worker=_echo_worker, mapper=mapper, shard_size=1)
+            rows[label] = round((time.perf_counter() - started) / shards, 4)
+    return {
+        "shards": shards,
+        "s_per_shard": rows,
+        "ray_s_per_shard": round(rows["ray-2"] - rows["in-process"], 4),
+        "note": "includes starting the two actors once (importing cta), spread over the shards",
+    }
+
+
 def _encode_rate(settings: Settings, items: list[Item]) -> float:
     """Index encoder throughput here (tables/s, in-process, this machine's threads)."""
     encoder = registry.create("encoder", settings.encoder, settings)
@@ -121,7 +145,9 @@ def _mean(runs: list[dict[str, Any]], config: str, key: str) -> float:
     return sum(values) / len(values)
 
 
-def projection(runs: list[dict[str, Any]], encode_per_s: float, spider_tables: int) -> dict[str, Any]:
+def projection(
+    runs: list[dict[str, Any]], encode_per_s: float, spider_tables: int
+) -> dict[str, Any]:
     """Hours for 600k tables and Spider train × 5 seeds on N nodes (see ``assumptions``)."""
     # one actor = one core: the 1-actor run's busy time per table is the per-core cost
     per_core = _mean(runs, "ray-1", "busy_s_per_table")
@@ -215,7 +241,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--out", type=Path, default=RESULTS / "ray.json")
+    parser.add_argument(
+        "--null-only",
+        action="store_true",
+        help="only Ray's overhead without the pipeline, into --out",
+    )
     args = parser.parse_args(argv)
+    if args.null_only:
+        connect(RayOptions())
+        items = [Item(str(t.id), table=t) for t in wtq_tables(args.data, args.tables)]
+        result = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        result["null_overhead"] = null_overhead(items)
+        result["null_overhead"]["loadavg"] = round(os.getloadavg()[0], 2)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result["null_overhead"], indent=2))
+        return 0
 
     settings = get_settings()
     items = [Item(str(t.id), table=t) for t in wtq_tables(args.data, args.tables)]
