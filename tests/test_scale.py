@@ -218,3 +218,18 @@ def test_compose_has_a_ray_profile_with_a_head_and_workers() -> None:
     dockerfile = (ROOT / "docker" / "Dockerfile").read_text(encoding="utf-8")
     assert '[ "$CTA_RAY" = 1 ]' in dockerfile and "-r requirements-ray.lock" in dockerfile
     assert (ROOT / "requirements-ray.lock").is_file()
+
+
+def test_ray_without_the_extra_is_one_line_naming_the_extra(tmp_path: Path) -> None:
+    """--ray where Ray is not installed (imported as missing): exit 2 and how to install it."""
+    batch = write_batch(tmp_path / "b.jsonl", tiny_tables(1))
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "from cta.cli.main import main\n"
+        f"raise SystemExit(main(['corpus', 'perturb', '--in', {str(batch)!r}, "
+        f"'--out', {str(tmp_path / 'out')!r}, '--ray']))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "--ray needs Ray: pip install -e '.[ray]'" in run.stderr
+    assert "Traceback" not in run.stderr
