@@ -29,7 +29,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -173,6 +173,18 @@ def _swap_into_place(tmp: Path, out_dir: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _checked_chunks(tables: Iterable[Table], size: int, seen: set[str]) -> Iterator[list[Table]]:
+    """:func:`_chunks` of tables with an id each, none seen before (ids added to ``seen``)."""
+    for chunk in _chunks(tables, size):
+        for table in chunk:
+            if table.id is None:
+                raise ValueError("every indexed table needs an id")
+            if table.id in seen:
+                raise ValueError(f"duplicate table id {table.id!r} across corpora")
+            seen.add(table.id)
+        yield chunk
+
+
 def _chunks(tables: Iterable[Table], size: int) -> Iterator[list[Table]]:
     chunk: list[Table] = []
     for table in tables:
@@ -182,6 +194,21 @@ def _chunks(tables: Iterable[Table], size: int) -> Iterator[list[Table]]:
             chunk = []
     if chunk:
         yield chunk
+
+
+ChunkEncoder = Callable[[Iterable[list[Table]]], Iterator[tuple[list[Table], np.ndarray]]]
+"""Encodes chunks of tables, yielding each chunk with its vectors in the chunks' order (the
+index build's default encodes them here one by one; ``cta index build --ray`` on actors)."""
+
+
+def encode_here(encoder: TableEncoder, batch_size: int) -> ChunkEncoder:
+    """:data:`ChunkEncoder` in this process: ``encoder.encode(chunk, batch_size)`` in turn."""
+
+    def encode(chunks: Iterable[list[Table]]) -> Iterator[tuple[list[Table], np.ndarray]]:
+        for chunk in chunks:
+            yield chunk, encoder.encode(chunk, batch_size)
+
+    return encode
 
 
 def _faiss() -> Any:
@@ -250,12 +277,15 @@ def build_index(
     progress: bool = True,
     total: int | None = None,
     corpora: Sequence[Corpus] = (),
+    encode_chunks: ChunkEncoder | None = None,
 ) -> IndexInfo:
     """Encode ``tables`` and write an index folder at ``out_dir`` (replacing one atomically).
 
     Every table needs a unique ``id``. ``corpora`` are the corpora ``tables`` is drawn from:
     their specs, counts and skipped entries are recorded once ``tables`` is exhausted.
-    ``total`` (if known) sizes the progress bar.
+    ``total`` (if known) sizes the progress bar. ``encode_chunks`` encodes the chunks of
+    ``CHUNK_TABLES`` tables elsewhere (default: ``encoder`` here); ``encoder`` still names
+    the index's encoder and its dimension.
     """
     from tqdm import tqdm
 
@@ -277,14 +307,9 @@ def build_index(
             (tmp / META_FILE).open("w", encoding="utf-8") as meta,
             tqdm(total=total, unit="table", desc="encoding", disable=not progress) as bar,
         ):
-            for chunk in _chunks(tables, max(CHUNK_TABLES, batch_size)):
-                for table in chunk:
-                    if table.id is None:
-                        raise ValueError("every indexed table needs an id")
-                    if table.id in seen:
-                        raise ValueError(f"duplicate table id {table.id!r} across corpora")
-                    seen.add(table.id)
-                encoded = np.ascontiguousarray(encoder.encode(chunk, batch_size), np.float32)
+            encode = encode_chunks or encode_here(encoder, batch_size)
+            for chunk, raw in encode(_checked_chunks(tables, max(CHUNK_TABLES, batch_size), seen)):
+                encoded = np.ascontiguousarray(raw, np.float32)
                 if encoded.shape != (len(chunk), encoder.dim):
                     raise BrokenIndexError(
                         f"encoder {encoder.name} returned {encoded.shape} for {len(chunk)} tables"
@@ -339,6 +364,7 @@ def build_corpus_index(
     batch_size: int = 32,
     progress: bool = True,
     holdout: Collection[str] = (),
+    encode_chunks: ChunkEncoder | None = None,
 ) -> IndexInfo:
     """Build an index over corpora named by specs (``KIND:PATH``); see :func:`build_index`.
 
@@ -368,6 +394,7 @@ def build_corpus_index(
         progress=progress,
         total=None if None in hints else sum(h or 0 for h in hints),
         corpora=corpora,
+        encode_chunks=encode_chunks,
     )
 
 
@@ -431,9 +458,11 @@ def build_from_recipe(
     *,
     out_dir: str | Path | None = None,
     progress: bool = True,
+    encode_chunks: Callable[[TableEncoder, int], ChunkEncoder] | None = None,
 ) -> IndexInfo:
     """Build the index a recipe describes (default: ``indexes/default.yaml``) with the
-    settings' encoder and index kind, at ``out_dir`` (default: the settings' index dir)."""
+    settings' encoder and index kind, at ``out_dir`` (default: the settings' index dir).
+    ``encode_chunks(encoder, batch_size)``: where the chunks are encoded (default: here)."""
     if not isinstance(recipe, IndexRecipe):
         recipe = IndexRecipe.load(recipe or DEFAULT_RECIPE)
     encoder = registry.create("encoder", settings.encoder, settings)
@@ -445,6 +474,7 @@ def build_from_recipe(
         batch_size=recipe.batch_size,
         progress=progress,
         holdout=annotated_holdout(settings, recipe.holdout_annotations),
+        encode_chunks=None if encode_chunks is None else encode_chunks(encoder, recipe.batch_size),
     )
 
 

@@ -193,3 +193,18 @@ def tiny_env(tiny_home: Path) -> Iterator[dict[str, str]]:
     env = dict(os.environ)
     env.update(tiny_env_vars(tiny_home))
     yield env
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """One local Ray instance for the whole test session (2 CPUs, no dashboard); its GCS
+    address lets a subprocess (``cta … --ray-address``) run on it too. Skips without the
+    ``ray`` extra (scripts/install --dev installs it, so CI runs these tests)."""
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    import logging
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()

@@ -18,13 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from cta.cli._io import check_input_path, error, print_json, settings_with_index
-from cta.datasets import FORMATS, perturb_dataset
+from cta.cli._ray import add_ray_arguments, mapper, ray_requested
+from cta.datasets import FORMATS, Proposer, perturb_dataset
 from cta.datasets.layouts import LAYOUTS, write_drspider, write_hf
 from cta.families.base import FAMILY_KINDS
 from cta.pipeline import PerturbOptions, Pipeline
 from cta.provenance import build_manifest, write_manifest
 from cta.results import PerturbationResult
+from cta.scale import LedgerMismatchError, ProposalError, ledger_proposer
+from cta.scale.ray_backend import RayUnavailableError
 from cta.table import InvalidTableError, Table
+
+#: with --ray, the proposals' ledger in the output folder (a rerun skips finished shards)
+PROPOSALS_DIR = "proposals"
 
 
 def register(sub: Any) -> None:
@@ -68,6 +74,7 @@ def register(sub: Any) -> None:
         help="output layout (Spider only): cta (default: question files beside tables.json "
         "and database/), drspider (Dr.Spider's data/ folder) or hf (Parquet + dataset card)",
     )
+    add_ray_arguments(run, f"propose the candidates (ledger: OUT/{PROPOSALS_DIR}/)")
     run.set_defaults(func=_run)
 
 
@@ -133,8 +140,27 @@ def _run(args: argparse.Namespace) -> int:
     def pipeline() -> Pipeline:
         return Pipeline.from_settings(settings_with_index(args.index))
 
-    def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
+    def perturb_here(tables: Sequence[Table]) -> list[PerturbationResult]:
         return pipeline().perturb_many(tables, PerturbOptions(seed=0))
+
+    def progress(message: str) -> None:
+        print(f"cta dataset: {message}", file=sys.stderr, flush=True)
+
+    proposer: Proposer = perturb_here
+    if ray_requested(args):
+        # The same perturb_many per shard, on the actor pool, through a resumable ledger.
+        proposer = ledger_proposer(
+            Path(args.out) / PROPOSALS_DIR,
+            settings_with_index(args.index),
+            mapper=mapper(args),
+            progress=progress,
+        )
+
+    proposed: list[int] = []  # whether any proposal was asked for (the manifest's models)
+
+    def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
+        proposed.append(len(tables))
+        return proposer(tables)
 
     def equivalent(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
         return pipeline().equivalent(pairs)
@@ -158,18 +184,20 @@ def _run(args: argparse.Namespace) -> int:
             check_execution=args.verify,
             values=args.values,
             synthesis_seed=args.synthesis_seed,
-            progress=lambda m: print(f"cta dataset: {m}", file=sys.stderr, flush=True),
+            progress=progress,
             judge=equivalent,
         )
     except InvalidTableError as exc:
         return error(f"dataset perturb: invalid input: {exc.message} ({exc.problem})")
+    except (LedgerMismatchError, RayUnavailableError, ProposalError) as exc:
+        return error(f"dataset perturb: {exc}")
     settings = settings_with_index(args.index)
     manifest = build_manifest(
         "cta dataset perturb",
         settings,
         {"tables": args.tables, "questions": args.questions, "db_dir": args.db_dir},
         seeds=list(range(args.seeds)),
-        uses_models=pipeline.cache_info().currsize > 0,
+        uses_models=pipeline.cache_info().currsize > 0 or bool(proposed),
         extra={
             "options": {
                 "format": args.format,

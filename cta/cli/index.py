@@ -18,6 +18,8 @@ from typing import Any
 
 from cta import registry
 from cta.cli._io import describe_error, describe_table_error, error, read_table
+from cta.cli._ray import add_ray_arguments, ray_options, ray_requested
+from cta.scale.ray_backend import RayUnavailableError, ray_chunk_encoder
 from cta.settings import get_settings
 from cta.table import InvalidTableError
 from retriever.dense import DenseRetriever, encoder_for_index
@@ -51,6 +53,7 @@ def register(sub: Any) -> None:
     build.add_argument("--kind", choices=("flat", "ivf", "hnsw"), help="FAISS index kind")
     build.add_argument("--batch-size", type=int, help="tables per encoder batch (default 32)")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_ray_arguments(build, "encode the chunks in parallel (the same vectors)")
     build.set_defaults(func=_build)
 
     info = commands.add_parser("info", help="print the manifest of an index")
@@ -77,25 +80,40 @@ def _build(args: argparse.Namespace) -> int:
     settings = settings.model_copy(update=update)
     out = Path(args.out) if args.out else settings.resolved_index_dir()
     progress = not args.no_progress
+    on_ray = ray_requested(args)
     try:
         if args.corpus:
             encoder = registry.create("encoder", settings.encoder, settings)
+            batch_size = args.batch_size or 32
             info = build_corpus_index(
                 args.corpus,
                 encoder,
                 out,
                 kind=settings.index_kind,
-                batch_size=args.batch_size or 32,
+                batch_size=batch_size,
                 progress=progress,
                 # The annotated dev tables are evaluation data, whatever the corpora.
                 holdout=annotated_holdout(settings),
+                encode_chunks=(
+                    ray_chunk_encoder(settings, batch_size, ray_options(args)) if on_ray else None
+                ),
             )
         else:
             recipe = IndexRecipe.load(args.recipe or DEFAULT_RECIPE)
             if args.batch_size:
                 recipe = recipe.model_copy(update={"batch_size": args.batch_size})
-            info = build_from_recipe(settings, recipe, out_dir=out, progress=progress)
-    except (ValueError, OSError, InvalidTableError) as exc:
+            info = build_from_recipe(
+                settings,
+                recipe,
+                out_dir=out,
+                progress=progress,
+                encode_chunks=(
+                    (lambda _, batch: ray_chunk_encoder(settings, batch, ray_options(args)))
+                    if on_ray
+                    else None
+                ),
+            )
+    except (ValueError, OSError, InvalidTableError, RayUnavailableError) as exc:
         return error(f"index build: {describe_error(exc)}")
     print(
         f"built {info.kind} index of {info.count} tables ({info.dim}-d, encoder "

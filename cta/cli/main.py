@@ -15,7 +15,20 @@ from cta.table import ProblemError
 log = logging.getLogger("cta.cli")
 
 # Sub-command modules, in the order of the method (build → propose → judge → apply → serve).
-_COMMANDS = ("setup", "index", "candidates", "judge", "perturb", "dataset", "eval", "serve", "jobs", "review", "bench")
+_COMMANDS = (
+    "setup",
+    "index",
+    "candidates",
+    "judge",
+    "perturb",
+    "corpus",
+    "dataset",
+    "eval",
+    "serve",
+    "jobs",
+    "review",
+    "bench",
+)
 # Long-running services log at INFO (started, ready, each job) without -v.
 _SERVICES = frozenset({"serve", "worker"})
 

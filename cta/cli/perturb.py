@@ -29,6 +29,7 @@ from cta.cli._io import (
 )
 from cta.cli.render import render_summary
 from cta.pipeline import PerturbOptions, Pipeline
+from cta.scale.items import line_problem, parse_table_line
 from cta.table import InvalidTableError, Table
 
 # Widest summary line, whatever the terminal's width.
@@ -133,10 +134,10 @@ def _run_batch(args: argparse.Namespace, options: PerturbOptions) -> int:
                 if not text.strip():
                     continue
                 try:
-                    pending.append((number, Table.parse(json.loads(text))))
+                    pending.append((number, parse_table_line(text)))
                     done += 1
                 except (json.JSONDecodeError, InvalidTableError) as exc:
-                    problem = _line_problem(exc)
+                    problem = line_problem(exc)
                     if args.fail_fast:
                         flush()
                         return error(f"perturb: {args.table}: line {number}: {problem}")
@@ -157,9 +158,3 @@ def _run_batch(args: argparse.Namespace, options: PerturbOptions) -> int:
         )
     return 0
 
-
-def _line_problem(exc: json.JSONDecodeError | InvalidTableError) -> str:
-    # Table.parse turns a validation error into InvalidTableError, naming its field
-    if isinstance(exc, json.JSONDecodeError):
-        return f"invalid JSON ({exc.msg} at column {exc.colno})"
-    return f"{exc.message} ({exc.problem})"
