@@ -232,6 +232,10 @@ def _report(job_id: str) -> _Call[EvalReport]:
     return _Call("GET", f"/v1/jobs/{job_id}/report", EvalReport.model_validate)
 
 
+def _manifest(job_id: str) -> _Call[dict[str, Any]]:
+    return _Call("GET", f"/v1/jobs/{job_id}/manifest", dict)
+
+
 def _value(_: object, value: T) -> T:
     return value
 
@@ -383,6 +387,10 @@ class Job(_Handle["Client"]):
         """An eval job's report over the items done so far (pre/post per kind and seed)."""
         return self._client._run(_report(self.id))
 
+    def manifest(self) -> dict[str, Any]:
+        """The job's provenance (tool, settings, judge and index hashes), from submission."""
+        return self._client._run(_manifest(self.id))
+
 
 class AsyncJob(_Handle["AsyncClient"]):
     """A submitted job, asynchronously (as :class:`Job`)."""
@@ -415,6 +423,10 @@ class AsyncJob(_Handle["AsyncClient"]):
     async def report(self) -> EvalReport:
         """An eval job's report over the items done so far."""
         return await self._client._run(_report(self.id))
+
+    async def manifest(self) -> dict[str, Any]:
+        """The job's provenance, from submission."""
+        return await self._client._run(_manifest(self.id))
 
 
 class _Waiting:

@@ -100,6 +100,10 @@ def _exercise(url: str, tmp_path: Path, api_key: str | None = None) -> None:
     assert [(x["index"], x["status"]) for x in lines] == [(i, "done") for i in range(4)]
     assert "4 done, 0 failed" in submit.stderr
     job_id = submit.stderr.split("job ", 1)[1].split(":", 1)[0]
+    # the job's provenance beside the results it wrote
+    manifest = json.loads((tmp_path / "results.jsonl.manifest.json").read_text())
+    assert manifest["job_id"] == job_id and manifest["tool"]["name"] == "cta-perturb"
+    assert manifest["judge"]["sha256"] and manifest["index"]["sha256"]
     status = json.loads(_cli(tmp_path, url, api_key, "status", job_id).stdout)
     assert (status["id"], status["state"], status["done"]) == (job_id, "done", 4)
     results = _cli(tmp_path, url, api_key, "results", job_id).stdout.splitlines()

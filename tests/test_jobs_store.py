@@ -72,7 +72,7 @@ def test_migrations_create_the_schema_and_rerun_cleanly(store: JobStore) -> None
     with store.engine.connect() as conn:
         version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
         names = set(sa.inspect(conn).get_table_names())
-    assert version == "0002"
+    assert version == "0003"
     assert {"jobs", "job_items", "review_items", "review_votes", "alembic_version"} <= names
 
 

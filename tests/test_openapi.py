@@ -34,6 +34,7 @@ def test_openapi_yaml_is_generated_from_the_app_and_current() -> None:
         "/v1/jobs/{job_id}",
         "/v1/jobs/{job_id}/results",
         "/v1/jobs/{job_id}/report",
+        "/v1/jobs/{job_id}/manifest",
     }
     assert "HTTPBearer" in document["components"]["securitySchemes"]
     # The request guard's answers are part of the contract of every body-taking operation.

@@ -192,6 +192,7 @@ def test_api_keys_guard_every_route_but_health_and_scope_jobs(tmp_path: Path) ->
         for method, path in (
             ("GET", location),
             ("GET", f"{location}/results"),
+            ("GET", f"{location}/manifest"),
             ("DELETE", location),
         ):
             other = client.request(method, path, headers=two)
@@ -204,6 +205,28 @@ def test_api_keys_guard_every_route_but_health_and_scope_jobs(tmp_path: Path) ->
         with stored.engine.connect() as conn:
             owners = [row[0] for row in conn.exec_driver_sql("SELECT owner FROM jobs")]
         assert owners and "key-one" not in owners[0] and len(owners[0]) == 64
+
+
+def test_a_job_carries_its_manifest_from_submission(tmp_path: Path) -> None:
+    """Provenance of a job's results: tool, settings in force (no secrets), judge and index
+    as configured, the seed and the request's hash; the same request, the same hash."""
+    settings = _settings(tmp_path, api_keys=["key-one"], inprocess_workers=0)
+    one = {"Authorization": "Bearer key-one"}
+    body = {"tables": [wtq_like_table()], "options": {"seed": 3}}
+    with running_app(settings, workers=0) as (client, _):
+        first = client.post("/v1/jobs", json=body, headers=one).headers["Location"]
+        again = client.post("/v1/jobs", json=body, headers=one).headers["Location"]
+        other = client.post("/v1/jobs", json={"tables": [wtq_like_table(1)]}, headers=one)
+        manifests = [
+            client.get(f"{where}/manifest", headers=one).json()
+            for where in (first, again, other.headers["Location"])
+        ]
+    m = manifests[0]
+    assert m["tool"]["name"] == "cta-perturb" and m["command"] == "POST /v1/jobs"
+    assert m["job_kind"] == "tables" and m["seeds"] == [3] and m["options"]["seed"] == 3
+    assert m["judge"]["location"] == settings.resolved_judge_model()
+    assert "api_keys" not in m["settings"] and "database_url" not in m["settings"]
+    assert m["request_sha256"] == manifests[1]["request_sha256"] != manifests[2]["request_sha256"]
 
 
 def test_a_job_runs_to_done_and_keeps_failed_items(tmp_path: Path) -> None:

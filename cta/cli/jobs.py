@@ -136,9 +136,15 @@ def _print(model: Any) -> None:
 
 
 def _write_items(job: Any, path: Path | None) -> None:
+    """The job's items as JSON lines; into a file, with the job's provenance beside it
+    (``FILE.manifest.json``: what the service recorded at submission)."""
     with _sink(path) as out:
         for item in job.results():
             out.write(item.model_dump_json(exclude_none=True) + "\n")
+    if path is not None:
+        manifest = {"job_id": job.id, **job.manifest()}
+        side = path.with_name(path.name + ".manifest.json")
+        side.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def read_dataset(path: Path) -> tuple[str, list[Any]]:

@@ -14,6 +14,7 @@ Crash safety rests on three rules:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -116,8 +117,10 @@ class JobStore:
         owner: str | None,
         options: PerturbOptions,
         items: Sequence[NewItem],
+        manifest: dict[str, Any] | None = None,
     ) -> JobStatus:
-        """Store a job and its items; items with an error are failed from the start."""
+        """Store a job and its items; items with an error are failed from the start;
+        ``manifest`` is its provenance (:mod:`cta.provenance`), kept as submitted."""
         job_id = uuid.uuid4().hex
         now = utcnow()
         all_failed = all(item.error is not None for item in items)
@@ -128,6 +131,7 @@ class JobStore:
                     kind=kind,
                     owner=owner,
                     options=options.model_dump_json(),
+                    manifest=None if manifest is None else json.dumps(manifest, sort_keys=True),
                     state="done" if all_failed else "queued",
                     total=len(items),
                     created_at=now,
@@ -157,6 +161,17 @@ class JobStore:
         """The job's status, or None when it does not exist or belongs to another key."""
         with self._read() as conn:
             return self._status(conn, job_id, owner)
+
+    def manifest(self, job_id: str, owner: str | None) -> dict[str, Any] | None:
+        """The job's manifest (``{}`` for a job made before manifests), or None when it does
+        not exist or belongs to another key."""
+        with self._read() as conn:
+            row = conn.execute(
+                sa.select(jobs.c.manifest).where(jobs.c.id == job_id, _owned(owner))
+            ).one_or_none()
+        if row is None:
+            return None
+        return dict(json.loads(row.manifest)) if row.manifest else {}
 
     def list_jobs(self, owner: str | None, limit: int = 100) -> list[JobStatus]:
         """The owner's jobs, newest first."""

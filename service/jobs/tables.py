@@ -24,6 +24,8 @@ jobs = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("started_at", sa.DateTime, nullable=True),
     sa.Column("finished_at", sa.DateTime, nullable=True),
+    # provenance at submission (cta.provenance): JSON; NULL for jobs made before 0003
+    sa.Column("manifest", sa.Text, nullable=True),
 )
 
 job_items = sa.Table(

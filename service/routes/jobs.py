@@ -6,6 +6,7 @@ in its thread pool, off the event loop.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -14,6 +15,7 @@ from fastapi.responses import PlainTextResponse
 
 from cta.evaluation.report import markdown
 from cta.evaluation.scoring import ItemResult, build_report, sets_of
+from cta.provenance import build_manifest
 from service.auth import caller
 from service.errors import ServiceProblem
 from service.jobs.store import JobStore
@@ -68,8 +70,22 @@ def submit_job(
 ) -> JobStatus:
     """Accept a job; poll ``Location`` for its status. Invalid tables (or databases) become
     failed items."""
-    items = job_items(body, request.app.state.settings)
-    status = _store(request).create_job(body.kind, owner, body.options, items)
+    settings = request.app.state.settings
+    items = job_items(body, settings)
+    manifest = build_manifest(
+        "POST /v1/jobs",
+        settings,
+        {},
+        seeds=list(getattr(body, "seeds", None) or [body.options.seed]),
+        extra={
+            "job_kind": body.kind,
+            "options": body.options.model_dump(mode="json"),
+            "request_sha256": hashlib.sha256(
+                body.model_dump_json(exclude={"options"}).encode("utf-8")
+            ).hexdigest(),
+        },
+    )
+    status = _store(request).create_job(body.kind, owner, body.options, items, manifest)
     response.headers["Location"] = f"/v1/jobs/{status.id}"
     return status
 
@@ -103,6 +119,19 @@ def job_results(
     """Each item has its result, or its error (``problem`` + ``message``), or is still
     pending/running; failed tables are listed, never dropped. Follow ``next_offset``."""
     return _found(_store(request).results(_job_id(job_id), owner, offset, limit), job_id)
+
+
+@router.get(
+    "/{job_id}/manifest",
+    summary="The job's provenance: tool version and commit, settings, judge and index hashes",
+    responses=problems(400, 401, 404),
+)
+def job_manifest(request: Request, owner: Caller, job_id: str) -> dict[str, Any]:
+    """What made the job's results, recorded at submission (``cta.provenance``): the
+    project's version and commit, the settings in force (no secrets), the judge's and the
+    index's content hashes, the seed and the sha256 of the request; ``{}`` for a job
+    submitted before manifests were kept."""
+    return _found(_store(request).manifest(_job_id(job_id), owner), job_id)
 
 
 @router.delete(

@@ -1,0 +1,26 @@
+"""jobs.manifest: the provenance of a job (tool, settings, judge and index hashes, request)
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-26
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0003"
+down_revision = "0002"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.add_column(sa.Column("manifest", sa.Text, nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("manifest")
