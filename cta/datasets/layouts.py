@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cta.datasets.spider import question_text
 from cta.formats.drspider import (
     DATABASES,
     POST_DATABASES,
@@ -134,11 +135,8 @@ def _parquet_rows(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
         )
     }
     for r in records:
-        question = next(
-            (r[k] for k in ("question", "SpiderQuestion") if isinstance(r.get(k), str)), ""
-        )
         columns["db_id"].append(r["db_id"])
-        columns["question"].append(question)
+        columns["question"].append(question_text(r))
         columns["query"].append(r["query"])
         columns["kind"].append(r.get("kind"))
         columns["seed"].append(r.get("seed"))

@@ -60,6 +60,7 @@ __all__ = [
     "SpiderFormat",
     "perturb_spider",
     "perturb_spider_database",
+    "question_text",
     "spider_database",
     "spider_inputs",
     "tagged",
@@ -260,7 +261,8 @@ _QUESTION_KEYS = ("question", "SpiderQuestion", "SpiderSynQuestion")
 (its hand-written synonym version last)."""
 
 
-def _question_text(record: Mapping[str, Any]) -> str:
+def question_text(record: Mapping[str, Any]) -> str:
+    """The question of a Spider record (Spider's key, else Spider-Syn's original one)."""
     for key in _QUESTION_KEYS:
         if isinstance(record.get(key), str):
             return str(record[key])
@@ -268,7 +270,7 @@ def _question_text(record: Mapping[str, Any]) -> str:
 
 
 def _set_question(record: dict[str, Any], question: str) -> None:
-    """Put a rewritten question where :func:`_question_text` read it (tokens too)."""
+    """Put a rewritten question where :func:`question_text` read it (tokens too)."""
     for key in _QUESTION_KEYS:
         if isinstance(record.get(key), str):
             record[key] = question
@@ -300,7 +302,7 @@ def _run_families(
         db_id: FamilyDatabase(db_id, db.schema, db.tables, entries.get(db_id), paths.get(db_id))
         for db_id, db in databases.items()
     }
-    questions = {i: _question_text(r) for i, r in records.record_of.items()}
+    questions = {i: question_text(r) for i, r in records.record_of.items()}
     found = run_families(examples, dbs, result.bound, families, request.seeds, questions)
     records.add_families(entries, found)
     return found
