@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
             progress=progress,
         )
 
-    proposed: list[int] = []  # whether any proposal was asked for (the manifest's models)
+    proposed: list[int] = []  # tables proposals were asked for (did a model take part?)
 
     def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
         proposed.append(len(tables))
@@ -197,7 +197,7 @@ def _run(args: argparse.Namespace) -> int:
         settings,
         {"tables": args.tables, "questions": args.questions, "db_dir": args.db_dir},
         seeds=list(range(args.seeds)),
-        uses_models=pipeline.cache_info().currsize > 0 or bool(proposed),
+        uses_models=pipeline.cache_info().currsize > 0 or sum(proposed) > 0,
         extra={
             "options": {
                 "format": args.format,
