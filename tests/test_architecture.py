@@ -125,6 +125,25 @@ def test_no_first_party_import_hides_in_a_function() -> None:
     assert hidden == []
 
 
+def test_the_cli_builds_without_the_service_package() -> None:
+    """The image's artefacts stage copies cta/ alone and runs ``cta setup``: building every
+    command's parser must not import ``service`` (each command defers it to its run)."""
+    code = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'service' or name.startswith('service.'):\n"
+        "            raise ImportError('service is not here')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from cta.cli.main import build_parser\n"
+        "parser = build_parser()\n"
+        "assert parser.parse_args(['setup']).command == 'setup'\n"
+        "assert not any(m == 'service' or m.startswith('service.') for m in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_a_deferred_comment_covers_its_block_only() -> None:
     lines = [
         "def f():",

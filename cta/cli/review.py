@@ -25,7 +25,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cta.cli._io import check_input_path, error, print_json
 from cta.cli.dataset import _kinds
@@ -33,11 +33,9 @@ from cta.datasets import FORMATS, perturb_dataset
 from cta.judge.decide import DecisionRule
 from cta.results import PerturbationResult
 from cta.table import InvalidTableError, Table
-from service.auth import key_hash
-from service.jobs.review_exports import acceptance_rates, accepted_results, annotation_rows
-from service.jobs.reviews import Reviews
-from service.jobs.store import JobStore
-from service.settings import ServiceSettings, get_service_settings
+
+if TYPE_CHECKING:
+    from service.settings import ServiceSettings
 
 
 def register(sub: Any) -> None:
@@ -68,6 +66,8 @@ def register(sub: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> ServiceSettings:
+    from service.settings import get_service_settings  # deferred: as in _run
+
     settings = get_service_settings()
     if args.database_url:
         settings = settings.model_copy(update={"database_url": args.database_url})
@@ -75,6 +75,12 @@ def _settings(args: argparse.Namespace) -> ServiceSettings:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # deferred: the service package (FastAPI, SQLAlchemy) is absent where only cta/ is
+    from service.auth import key_hash
+    from service.jobs.review_exports import acceptance_rates, accepted_results, annotation_rows
+    from service.jobs.reviews import Reviews
+    from service.jobs.store import JobStore
+
     settings = _settings(args)
     key = args.api_key or settings.api_key
     owner = key_hash(key) if key else None
