@@ -209,26 +209,19 @@ def _cli(*args: str) -> int:
     return main(list(args))
 
 
-def test_drspider_layout_round_trip(tmp_path: Path) -> None:
+def _perturb_args(tmp_path: Path, kind: str, seeds: int, *extra: str) -> list[str]:
+    """``cta dataset perturb`` over the fixture's Spider files (written under ``tmp_path``):
+    its arguments before ``--out``."""
     tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
+    spider = ["--format", "spider", "--tables", str(tables), "--questions", str(questions)]
+    return ["dataset", "perturb", *spider, "--seeds", str(seeds), "--kind", kind, *extra]
+
+
+def test_drspider_layout_round_trip(tmp_path: Path) -> None:
     # two structural families: no model needed
-    common = [
-        "--format",
-        "spider",
-        "--tables",
-        str(tables),
-        "--questions",
-        str(questions),
-        "--seeds",
-        "2",
-        "--kind",
-        "shuffle,opaque-keys",
-    ]
-    assert _cli("dataset", "perturb", *common, "--out", str(tmp_path / "cta")) == 0
-    assert (
-        _cli("dataset", "perturb", *common, "--out", str(tmp_path / "dr"), "--layout", "drspider")
-        == 0
-    )
+    common = _perturb_args(tmp_path, "shuffle,opaque-keys", 2)
+    assert _cli(*common, "--out", str(tmp_path / "cta")) == 0
+    assert _cli(*common, "--out", str(tmp_path / "dr"), "--layout", "drspider") == 0
     dr = tmp_path / "dr"
     assert not (tmp_path / ".dr.cta-staging").exists()
     assert sorted(p.name for p in dr.iterdir()) == [
@@ -275,21 +268,10 @@ def test_drspider_layout_round_trip(tmp_path: Path) -> None:
 
 
 def test_manifest_says_what_made_the_folder(tmp_path: Path) -> None:
-    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
     out = tmp_path / "out"
-    args = [
-        "--format",
-        "spider",
-        "--tables",
-        str(tables),
-        "--questions",
-        str(questions),
-        "--seeds",
-        "1",
-        "--kind",
-        "shuffle",
-    ]
-    assert _cli("dataset", "perturb", *args, "--out", str(out)) == 0
+    args = _perturb_args(tmp_path, "shuffle", 1)
+    tables = tmp_path / "tables.json"
+    assert _cli(*args, "--out", str(out)) == 0
     manifest = read_manifest(out)
     assert manifest is not None
     assert manifest["tool"]["name"] == "cta-perturb" and manifest["tool"]["version"]
@@ -303,30 +285,16 @@ def test_manifest_says_what_made_the_folder(tmp_path: Path) -> None:
     assert "api_keys" not in manifest["settings"] and "rpl_threshold" in manifest["settings"]
     # the same run again: the same manifest, byte for byte
     again = tmp_path / "again"
-    assert _cli("dataset", "perturb", *args, "--out", str(again)) == 0
+    assert _cli(*args, "--out", str(again)) == 0
     assert (again / "manifest.json").read_bytes() == (out / "manifest.json").read_bytes()
 
 
 def test_eval_refuses_sets_made_with_different_judges(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
     dr = tmp_path / "dr"
-    args = [
-        "--format",
-        "spider",
-        "--tables",
-        str(tables),
-        "--questions",
-        str(questions),
-        "--seeds",
-        "1",
-        "--kind",
-        "shuffle,opaque-keys",
-        "--layout",
-        "drspider",
-    ]
-    assert _cli("dataset", "perturb", *args, "--out", str(dr)) == 0
+    args = _perturb_args(tmp_path, "shuffle,opaque-keys", 1, "--layout", "drspider")
+    assert _cli(*args, "--out", str(dr)) == 0
     # a set folder made with another judge (its manifest says so)
     folder = dr / "DB_shuffle_s0"
     own = json.loads((folder / "manifest.json").read_text())
@@ -342,7 +310,7 @@ def test_eval_refuses_sets_made_with_different_judges(
     assert _cli("eval", str(dr), "--model", "oracle", "--allow-mixed-provenance") == 0
     # a set file changed after the run is not what the manifest lists
     cta = tmp_path / "cta"
-    assert _cli("dataset", "perturb", *args[:-2], "--out", str(cta)) == 0
+    assert _cli(*args[:-2], "--out", str(cta)) == 0
     path = cta / "dev_shuffle_s0.json"
     path.write_text(path.read_text().replace("Names of", "Names for"))
     assert _cli("eval", str(cta), "--model", "oracle") == 2
@@ -351,23 +319,9 @@ def test_eval_refuses_sets_made_with_different_judges(
 
 def test_hf_export_has_parquet_card_and_databases(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
     out = tmp_path / "hf"
-    args = [
-        "--format",
-        "spider",
-        "--tables",
-        str(tables),
-        "--questions",
-        str(questions),
-        "--seeds",
-        "2",
-        "--kind",
-        "shuffle",
-        "--layout",
-        "hf",
-    ]
-    assert _cli("dataset", "perturb", *args, "--out", str(out)) == 0
+    args = _perturb_args(tmp_path, "shuffle", 2, "--layout", "hf")
+    assert _cli(*args, "--out", str(out)) == 0
     card = (out / "README.md").read_text()
     header = card.split("---")[1]
     import yaml
@@ -391,31 +345,14 @@ def test_hf_export_has_parquet_card_and_databases(tmp_path: Path) -> None:
     assert read_manifest(out) is not None and "manifest.json" in card
     # reproducible: the same export again gives the same bytes
     again = tmp_path / "hf2"
-    assert _cli("dataset", "perturb", *args, "--out", str(again)) == 0
+    assert _cli(*args, "--out", str(again)) == 0
     for f in ("README.md", "databases.zip", "data/dev_shuffle_s1.parquet", "manifest.json"):
         assert (again / f).read_bytes() == (out / f).read_bytes(), f
 
 
 def test_layout_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tables, questions = write_spider(tmp_path, TABLES, QUESTIONS)
-    assert (
-        _cli(
-            "dataset",
-            "perturb",
-            "--format",
-            "spider",
-            "--tables",
-            str(tables),
-            "--questions",
-            str(questions),
-            "--out",
-            str(tmp_path / "o"),
-            "--layout",
-            "drspider",
-            "--augment",
-        )
-        == 2
-    )
+    args = _perturb_args(tmp_path, "rpl,add", 5, "--layout", "drspider", "--augment")
+    assert _cli(*args, "--out", str(tmp_path / "o")) == 2
     assert "--layout drspider holds evaluation sets" in capsys.readouterr().err
 
 
