@@ -176,7 +176,20 @@ def perturb_corpus(
 ) -> tuple[RunReport, Ledger]:
     """Every table of ``source`` (see :func:`cta.scale.items.read_items`) perturbed into the
     ledger at ``out``; a rerun resumes."""
-    items = read_items(source)
+    return _perturb_shards(read_items(source), out, settings, options, mapper, shard_size, progress)
+
+
+def _perturb_shards(
+    items: Sequence[Item],
+    out: str | Path,
+    settings: Settings,
+    options: PerturbOptions,
+    mapper: ShardMapper,
+    shard_size: int,
+    progress: Callable[[str], None] | None,
+) -> tuple[RunReport, Ledger]:
+    """``items`` through :class:`ShardPerturber` (``settings``, ``options``) into the ledger
+    at ``out``, the run fingerprinted by the same settings and options."""
     worker = functools.partial(ShardPerturber, settings, options)
     return run_shards(
         items,
@@ -207,15 +220,8 @@ def ledger_proposer(
 
     def propose(tables: Sequence[Table]) -> list[PerturbationResult]:
         items = [Item(f"table {n}", table=t) for n, t in enumerate(tables)]
-        worker = functools.partial(ShardPerturber, settings, options)
-        report, ledger = run_shards(
-            items,
-            out,
-            run=fingerprint(settings, options),
-            worker=worker,
-            mapper=mapper,
-            shard_size=shard_size,
-            progress=progress,
+        report, ledger = _perturb_shards(
+            items, out, settings, options, mapper, shard_size, progress
         )
         failed = ledger.failed()
         if failed:
