@@ -20,7 +20,12 @@ import httpx
 import pytest
 import uvicorn
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    JavascriptException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -123,12 +128,36 @@ def _focused(driver: WebDriver) -> WebElement:
 
 
 def _wait(driver: WebDriver, check: object, what: str, timeout: float = 10) -> None:
-    # A page reloading under the check (after adding a name) is waited out, not a failure.
-    ignored = (StaleElementReferenceException, NoSuchElementException)
+    # A page reloading under the check (after adding a name) is waited out, not a failure:
+    # the element read may be stale, gone, or (Chrome's words for a node replaced while it
+    # was being read) "not belong to the document"; any other driver error still fails.
+    ignored = (StaleElementReferenceException, NoSuchElementException, JavascriptException)
+
+    def settled(d: WebDriver) -> object:
+        try:
+            return check(d)  # type: ignore[operator]
+        except WebDriverException as error:
+            if "does not belong to the document" in (error.msg or ""):
+                return False
+            raise
+
     WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=ignored).until(
-        lambda d: check(d),
-        message=what,  # type: ignore[operator]
+        settled, message=what
     )
+
+
+def _items(driver: WebDriver, attribute: str) -> list[str]:
+    """One attribute of every name on the page, read in one script.
+
+    Reading element by element races a page that re-renders (after adding a name): Chrome
+    then answers "node does not belong to the document", which is not a stale element.
+    """
+    values: list[str] = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.item'),"
+        " e => e.getAttribute(arguments[0]) || '')",
+        attribute,
+    )
+    return values
 
 
 def _item(driver: WebDriver, item_id: str) -> WebElement:
@@ -248,21 +277,13 @@ def test_a_reviewer_reviews_a_job_with_the_keyboard_alone_and_exports_it(
     _keys(driver, "my own name", Keys.ENTER)
     _wait(
         driver,
-        lambda d: (
-            "my own name"
-            in [e.get_attribute("data-name") for e in d.find_elements(By.CSS_SELECTOR, ".item")]
-        ),
+        lambda d: "my own name" in _items(d, "data-name"),
         "the added name",
     )
     _wait(driver, lambda d: _focused(d).get_attribute("data-name") == "my own name", "its focus")
     # Accept or reject every other name, keyboard only: g jumps to the next unreviewed.
     for _ in range(len(ids)):
-        left = [
-            e
-            for e in driver.find_elements(By.CSS_SELECTOR, ".item")
-            if not e.get_attribute("data-mine")
-        ]
-        if not left:
+        if all(_items(driver, "data-mine")):
             break
         _keys(driver, "g")
         target = _focused(driver).get_attribute("data-id")
