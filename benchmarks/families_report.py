@@ -15,8 +15,10 @@ The kinds that take names from the CTA pipeline (``abbreviation``, ``table-renam
 ``insert-column``, ``question-synonym``) need the trained judge and index (``cta setup``);
 ``--kinds structural`` runs the eight that need neither.
 
-Run: ``nice .venv/bin/python benchmarks/families_report.py [--kinds all|structural|k1,k2]``
-→ ``benchmarks/results/families_dev.json`` and ``families_dev.md``.
+Run: ``nice .venv/bin/python benchmarks/families_report.py [--kinds all|structural|k1,k2]
+[--out PREFIX]`` → ``PREFIX.json`` and ``PREFIX.md`` (``benchmarks/results/families_dev``
+by default; the committed runs are ``benchmarks/results/families_dev_structural.json`` and
+``benchmarks/results/families_dev_pipeline.json``).
 """
 
 from __future__ import annotations

@@ -460,7 +460,7 @@ def write_summary(results: Path = RESULTS) -> Path:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``cta bench`` (shared with ``python -m benchmarks.harness``)."""
+    """The options of ``python -m benchmarks.harness`` (``cta bench`` passes them on)."""
     parser.add_argument(
         "--only",
         default=",".join(PARTS),
@@ -478,15 +478,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m benchmarks.harness [--only …] [--quick]``."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """``python -m benchmarks.harness [--only …] [--quick]`` (``cta bench`` starts this)."""
+    parser = argparse.ArgumentParser(prog="cta bench", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
-    run(parts, data=args.data, quick=args.quick, results=args.results)
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part(s) {', '.join(unknown)}; choose from {', '.join(PARTS)}")
+    results = run(parts, data=args.data, quick=args.quick, results=args.results)
+    for part, result in results.items():
+        status = f"skipped: {result['skipped']}" if "skipped" in result else "done"
+        print(f"{part}: {status}")
+    print(f"summary: {args.results / 'SUMMARY.md'}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Table context: the table primary entity (TPE) that every judge text starts with (METHOD.md §2, §3.5).
+"""Table context: the table primary entity (TPE) that every judge text starts with (docs/method.md §2, §3.5).
 
 The TPE is what each row is about ("student", "flight"). It comes, in order of preference,
 from the table itself (``Table.primary_entity``), from its name (``singers`` → ``singer``),

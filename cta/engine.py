@@ -23,7 +23,7 @@ __all__ = ["Engine"]
 
 
 class Engine(Protocol):
-    """Perturb tables, judge pairs, and tell equivalent names apart (METHOD.md §3)."""
+    """Perturb tables, judge pairs, and tell equivalent names apart (docs/method.md §3)."""
 
     def perturb_many(
         self,

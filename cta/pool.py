@@ -1,4 +1,4 @@
-"""The candidate pool of retrieved tables (METHOD.md §3.1 → §3.2): their columns, minus the
+"""The candidate pool of retrieved tables (docs/method.md §3.1 → §3.2): their columns, minus the
 query table's own, as the pipeline proposes them.
 
 Pure name logic over :class:`~cta.components.RetrievedTable` (no index, no model), so it sits

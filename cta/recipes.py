@@ -1,7 +1,7 @@
 """Recipes: a pipeline is components composed, and each configuration of the method is a
 small factory over them — never a subclass.
 
-Each recipe says how it differs from the paper (ADVETA, Pi et al. 2022; METHOD.md):
+Each recipe says how it differs from the paper (ADVETA, Pi et al. 2022; docs/method.md):
 
 * :func:`cta` — the paper's CTA as this project ships it: dense retriever over the FAISS
   index, word-vector reranker, WordNet dictionary replacer, the candidate sources

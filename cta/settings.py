@@ -1,7 +1,7 @@
 """One settings object for the engine (the service extends it: :mod:`service.settings`).
 
 Every component is picked here *by name* (see :mod:`cta.registry`) and every number of the
-method (METHOD.md §3) is a field, so a pipeline is data, not code edits. Values come from
+method (docs/method.md §3) is a field, so a pipeline is data, not code edits. Values come from
 the environment with the ``CTA_`` prefix (``CTA_JUDGE_MODEL=roberta-large-mnli``) or from a
 ``.env`` file. This module is also the single place that decides where caches and built
 artefacts live (:attr:`Settings.home`).

@@ -104,10 +104,18 @@ class Table(BaseModel):
         return self.name or self.caption or ""
 
     def column(self, name: str) -> Column:
-        """Look a column up by name (case-insensitive, as SQLite resolves names)."""
-        key = name.casefold()
+        """Look a column up by name: its name or SQL identifier, case-insensitively (as SQLite
+        resolves names), else by :func:`name_key` (``first_name`` finds ``First Name``), the
+        key :func:`check_table` tells columns apart by. The one lookup: validation uses it too."""
+        folded = name.casefold()
         for col in self.columns:
-            if col.name.casefold() == key or (col.original_name or "").casefold() == key:
+            if col.name.casefold() == folded or (col.original_name or "").casefold() == folded:
+                return col
+        key = name_key(name)
+        for col in self.columns:
+            if name_key(col.name) == key or (
+                col.original_name is not None and name_key(col.original_name) == key
+            ):
                 return col
         raise InvalidTableError("unknown_column", f"table has no column named {name!r}")
 
@@ -177,10 +185,12 @@ def check_table(table: Table) -> None:
             )
     if table.target_columns is not None:
         for name in table.target_columns:
-            if name_key(name) not in seen:
+            try:
+                table.column(name)  # the lookup every stage makes: valid here, found there
+            except InvalidTableError:
                 raise InvalidTableError(
                     "unknown_column", f"target column {name!r} is not a column of the table"
-                )
+                ) from None
     if table.sql and table.questions and len(table.sql) != len(table.questions):
         raise InvalidTableError(
             "misaligned_sql",

@@ -1,4 +1,4 @@
-"""Dense retrieval (METHOD.md §3.1): the query table itself finds domain-related tables.
+"""Dense retrieval (docs/method.md §3.1): the query table itself finds domain-related tables.
 
 The paper retrieves the top 100 tables of a web-table corpus with a TAPAS dense retriever
 and takes their columns, minus the input table's own, as the candidate pool. Our service

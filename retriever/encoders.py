@@ -1,4 +1,4 @@
-"""Dense table encoders (METHOD.md §3.1): tables → L2-normalised float32 vectors.
+"""Dense table encoders (docs/method.md §3.1): tables → L2-normalised float32 vectors.
 
 Three encoders, registered by name for :func:`cta.registry.create`:
 

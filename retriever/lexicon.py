@@ -1,4 +1,4 @@
-"""Word-level dictionary replacement (METHOD.md §3.3): RPL candidates from WordNet synonyms.
+"""Word-level dictionary replacement (docs/method.md §3.3): RPL candidates from WordNet synonyms.
 
 Each word of the target column name is replaced by a WordNet synonym (lemmas of its
 synsets, the word itself excluded), or kept with probability ``dictionary_keep_prob``;

@@ -1,4 +1,4 @@
-"""Reranker (METHOD.md §3.2): word-embedding similarity between column names.
+"""Reranker (docs/method.md §3.2): word-embedding similarity between column names.
 
 Any gensim ``KeyedVectors`` file works; ConceptNet Numberbatch is the paper's choice and a
 drop-in. A column name is normalised to lowercase words (spaces, underscores, hyphens and

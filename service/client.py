@@ -553,6 +553,13 @@ class AsyncClient(_Base):
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    async def health(self) -> bool:
+        """True when the process answers /healthz."""
+        try:
+            return (await self._http.get(self.base_url + "/healthz")).status_code == 200
+        except httpx.TransportError:
+            return False
+
     async def ready(self) -> Readiness:
         """Readiness (models and index loaded), without retrying."""
         response = await self._http.get(self.base_url + "/readyz")
@@ -564,6 +571,7 @@ class AsyncClient(_Base):
     submit_spider = _async(_submit_spider, AsyncJob)
     submit_dataset = _async(_submit_dataset, AsyncJob)
     submit_eval = _async(_submit_eval, AsyncJob)
+    jobs = _async(_jobs, _value)
 
     async def job(self, job_id: str) -> AsyncJob:
         """A handle on an existing job (fetches its status)."""

@@ -50,7 +50,7 @@ def test_every_module_of_cta_has_a_layer() -> None:
     }
     assert len(modules) > 15
     assert modules - named == set()
-    assert {"retriever", "service"} <= named
+    assert {"benchmarks", "retriever", "service"} <= named
 
 
 @pytest.mark.parametrize(
@@ -59,12 +59,13 @@ def test_every_module_of_cta_has_a_layer() -> None:
         ("cta/table.py", "import cta.pipeline"),  # the table model reaching up to the pipeline
         ("retriever/dense.py", "import service.app"),  # a candidate source reaching the service
         ("cta/judge/nli.py", "import cta.training"),  # inference reaching for training code
+        ("cta/cli/bench.py", "import benchmarks.harness"),  # the product importing a benchmark
     ],
 )
 def test_a_back_edge_breaks_the_layers(tmp_path: Path, module: str, back_edge: str) -> None:
     """The same contracts over a copy of the tree with one upward import added must fail,
     naming the import (so the passing test above is not vacuous)."""
-    for package in PACKAGES:
+    for package in (*PACKAGES, "benchmarks"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path / module
@@ -197,3 +198,21 @@ def test_no_module_is_long_without_saying_why() -> None:
                 if "one file" not in doc.lower():
                     long.append(str(path.relative_to(ROOT)))
     assert long == []
+
+
+# a repository path (not one under ../shared, which sits beside the repository)
+_DOC_PATH = re.compile(
+    r"(?<![\w/.-])((?:docs|benchmarks/results|models|data/annotations)/[\w./-]+\.(?:md|jsonl|json))\b"
+)
+
+
+def test_every_document_the_code_cites_is_in_the_repository() -> None:
+    # A docstring that sends a reader to `docs/method.md §3.4` points at a file they have.
+    cited: dict[str, str] = {}
+    for package in ("cta", "retriever", "service", "benchmarks", "scripts"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for found in _DOC_PATH.findall(path.read_text(encoding="utf-8")):
+                cited.setdefault(found.rstrip("."), str(path.relative_to(ROOT)))
+    assert "docs/method.md" in cited
+    missing = {doc: where for doc, where in cited.items() if not (ROOT / doc).exists()}
+    assert not missing, f"cited but not in the repository: {missing}"

@@ -14,7 +14,7 @@ import service
 from cta.judge.nli import JudgeColumn, JudgePair
 from cta.table import Table
 from service.app import create_app
-from service.client import AsyncClient, Client, ServiceError
+from service.client import AsyncClient, AsyncJob, Client, Job, ServiceError
 from service.settings import ServiceSettings
 
 
@@ -87,17 +87,29 @@ def test_async_client_against_the_app_in_process(tmp_path: Path) -> None:
             transport = httpx.ASGITransport(app=app)
             cta = AsyncClient("http://testserver", transport=transport, max_backoff=0.1)
             async with cta:
+                assert await cta.health()  # the process answers before the models load
                 assert not (await cta.ready()).ready
                 # the first answers are 503 (still loading): the client retries them
                 results = await asyncio.gather(*(cta.perturb(wtq_like_table(i)) for i in range(4)))
                 job = await cta.submit([wtq_like_table(i) for i in range(3)])
                 await job.wait(poll_interval=0.05, timeout=30)
                 indices = [item.index async for item in job.results(page_size=2)]
+                listed = await cta.jobs()
+                assert [j.id for j in listed] == [job.id] and listed[0].state == "done"
         return [r.table_id or "" for r in results], indices
 
     ids, indices = asyncio.run(scenario())
     assert ids == ["t0", "t1", "t2", "t3"]
     assert indices == [0, 1, 2]
+
+
+def test_the_async_client_offers_every_call_of_the_sync_one() -> None:
+    def public(cls: type) -> set[str]:
+        return {n for n in dir(cls) if not n.startswith("_")}
+
+    # close/aclose are the one pair spelled differently (httpx's own names)
+    assert public(Client) - {"close"} == public(AsyncClient) - {"aclose"}
+    assert public(Job) == public(AsyncJob)
 
 
 def _scripted(*answers: httpx.Response | type[Exception]) -> tuple[httpx.Client, list[str]]:

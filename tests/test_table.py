@@ -53,3 +53,22 @@ def test_unknown_column_lookup_names_the_column() -> None:
     table = Table.parse(_table())
     with pytest.raises(InvalidTableError, match="'author'"):
         table.column("author")
+
+
+@pytest.mark.parametrize("target", ["first_name", "firstName", "FIRST NAME", "first-name"])
+def test_a_target_that_validates_is_found(target: str) -> None:
+    # Validation and lookup share one key: a target accepted by name_key is found by it.
+    table = Table.parse(
+        {"columns": [{"name": "First Name"}, {"name": "age"}], "target_columns": [target]}
+    )
+    assert [c.name for c in table.targets()] == ["First Name"]
+    assert table.column(target).name == "First Name"
+
+
+def test_an_exact_name_wins_over_a_key_match() -> None:
+    # `Name` is an SQL identifier of one column and, by key, the name of none other.
+    table = Table.parse(
+        {"columns": [{"name": "title", "original_name": "Name"}, {"name": "author"}]}
+    )
+    assert table.column("name").name == "title"
+    assert table.column("NAME").name == "title"

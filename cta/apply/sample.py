@@ -1,4 +1,4 @@
-"""Sampling perturbed tables from judged candidates — the ADVETA protocol (METHOD.md §4).
+"""Sampling perturbed tables from judged candidates — the ADVETA protocol (docs/method.md §4).
 
 In each sample, every target column that has at least one candidate is perturbed once with
 a randomly chosen candidate:

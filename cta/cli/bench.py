@@ -1,13 +1,17 @@
-"""``cta bench [--only quality,speed,scale] [--quick]``: the benchmark harness.
+"""``cta bench [--only quality,speed,scale] [--quick]``: runs the benchmark harness.
 
-The harness lives in ``benchmarks/`` beside the package (it is not installed with it), so this
-command works from a source checkout; results go to ``benchmarks/results/``.
+The harness is its own entry point (``python -m benchmarks.harness``, in ``benchmarks/`` beside
+the package, not installed with it): this command starts it in a child interpreter from the
+repository root, with its arguments as given, so nothing in ``cta`` imports ``benchmarks``
+(the top layer of the import contract). It needs a source checkout; results go to
+``benchmarks/results/``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,38 +23,23 @@ _ROOT = Path(__file__).resolve().parents[2]
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
-        help="measure quality (ADVETA), speed and index scale; write benchmarks/results",
+        help="measure quality (ADVETA), speed and index scale; write benchmarks/results "
+        "(python -m benchmarks.harness; `cta bench --help` lists its options)",
+        add_help=False,  # --help is the harness's
     )
-    if (_ROOT / "benchmarks" / "harness.py").is_file():
-        _harness().add_arguments(p)
-    p.set_defaults(func=_run)
-
-
-def _harness() -> Any:
-    if str(_ROOT) not in sys.path:
-        sys.path.insert(0, str(_ROOT))
-    from benchmarks import harness
-
-    return harness
+    # Every argument is the harness's: main() hands over what cta's parser does not know.
+    p.set_defaults(func=_run, passes_unknown_arguments=True)
 
 
 def _run(args: argparse.Namespace) -> int:
     if not (_ROOT / "benchmarks" / "harness.py").is_file():
         raise SystemExit(f"cta bench needs a source checkout: no benchmarks/ under {_ROOT}")
     # No model hub here: every model is a local folder.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    harness = _harness()
-    parts = [p.strip() for p in args.only.split(",") if p.strip()]
-    unknown = sorted(set(parts) - set(harness.PARTS))
-    if unknown:
-        raise SystemExit(
-            f"cta bench: unknown part(s) {', '.join(unknown)}; choose from {', '.join(harness.PARTS)}"
-        )
-    results = harness.run(parts, data=args.data, quick=args.quick, results=args.results)
-    for part, result in results.items():
-        status = f"skipped: {result['skipped']}" if "skipped" in result else "done"
-        print(f"{part}: {status}")
-    print(f"summary: {args.results / 'SUMMARY.md'}")
-    return 0
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+        "TRANSFORMERS_OFFLINE": os.environ.get("TRANSFORMERS_OFFLINE", "1"),
+        "TOKENIZERS_PARALLELISM": os.environ.get("TOKENIZERS_PARALLELISM", "false"),
+    }
+    command = [sys.executable, "-m", "benchmarks.harness", *args.unknown_arguments]
+    return subprocess.run(command, cwd=_ROOT, env=env, check=False).returncode

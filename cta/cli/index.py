@@ -1,4 +1,4 @@
-"""``cta index`` — build, inspect and query the dense table index (METHOD.md §3.1).
+"""``cta index`` — build, inspect and query the dense table index (docs/method.md §3.1).
 
 ``cta index build --corpus KIND:PATH [--corpus ...] [--out DIR] [--encoder NAME] [--kind K]``
     encode corpora into a FAISS index (default corpora: the recipe ``indexes/default.yaml``;

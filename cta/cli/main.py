@@ -53,7 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "passes_unknown_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.unknown_arguments = unknown  # a command that starts another program passes them on
     configure_output(args.verbose + (1 if args.command in _SERVICES else 0))
     try:
         code: int = args.func(args)

@@ -1,4 +1,4 @@
-"""The dataset layer: the ADVETA protocol over a text-to-SQL dataset (METHOD.md §4), what
+"""The dataset layer: the ADVETA protocol over a text-to-SQL dataset (docs/method.md §4), what
 every format driver shares, and the :class:`DatasetFormat` protocol a driver provides.
 
 For every NL–SQL pair, every kind (RPL, ADD) and every seed, the tables of its database

@@ -1,4 +1,4 @@
-"""The perturbation families of the seed papers beside CTA's RPL/ADD (issue 13; METHOD.md §5).
+"""The perturbation families of the seed papers beside CTA's RPL/ADD (issue 13; docs/method.md §5).
 
 Every family turns a database and a seed into one :class:`~cta.families.base.DbEdit` (or
 says why it cannot); :func:`run_families` applies the edits to every question of a dataset

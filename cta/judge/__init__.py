@@ -1,4 +1,4 @@
-"""The judge stage (METHOD.md §3.4): NLI scoring and the RPL/ADD decision rule.
+"""The judge stage (docs/method.md §3.4): NLI scoring and the RPL/ADD decision rule.
 
 * :mod:`cta.judge.nli` — :class:`HFEntailmentModel` (any HF NLI checkpoint) and
   :class:`BidirectionalJudge` (template texts, e1/e2, dedup, LRU cache);

@@ -1,4 +1,4 @@
-"""The RPL/ADD decision rule (METHOD.md §3.4) — the one place thresholds meet scores.
+"""The RPL/ADD decision rule (docs/method.md §3.4) — the one place thresholds meet scores.
 
 Paper defaults: RPL if ``min(e1, e2) ≥ 0.65``; ADD if ``max(e1, e2) ≤ 0.45`` against *every*
 original column of the table. The released notebook used 0.50/0.70 for RPL and, through a bug,

@@ -1,4 +1,4 @@
-"""The NLI judge (METHOD.md §3.4): bidirectional entailment between contextualised columns.
+"""The NLI judge (docs/method.md §3.4): bidirectional entailment between contextualised columns.
 
 :class:`HFEntailmentModel` runs any Hugging Face sequence-classification NLI checkpoint — the
 paper's ``roberta-large-mnli`` or the offline judge built by ``cta judge train`` — through one

@@ -17,7 +17,7 @@ __all__ = ["Judge"]
 
 @runtime_checkable
 class Judge(Protocol):
-    """Scores (column ⇒ candidate) pairs in one or both directions (METHOD.md §3.4)."""
+    """Scores (column ⇒ candidate) pairs in one or both directions (docs/method.md §3.4)."""
 
     @property
     def model(self) -> EntailmentModel:

@@ -1,4 +1,4 @@
-"""Training the offline judge (``cta judge train``, METHOD.md §6) — apart from inference.
+"""Training the offline judge (``cta judge train``, docs/method.md §6) — apart from inference.
 
 * :mod:`cta.training.supervision` — lexical-semantic supervision from real tables (word
   tables, a WordNet wrapper, the relation generators);

@@ -1,4 +1,4 @@
-"""Training data for the offline judge, built only from what is installable (METHOD.md §6).
+"""Training data for the offline judge, built only from what is installable (docs/method.md §6).
 
 No NLI weights exist in any registry, so the default judge is a cross-encoder fine-tuned on
 *lexical-semantic supervision* in the judge's own text format, ``"{entity} {column} ({type})"``:

