@@ -16,6 +16,9 @@ Requests the server did not process — 429 (queue full), 503 (still loading), r
 connections — are retried with exponential backoff, honouring ``Retry-After``. Pure
 operations (perturb, judge, reads) are also retried on other transport errors; a job
 submission is not, so a job is never created twice.
+
+One file: both clients are built from the same call descriptions (``_perturb``, ``_jobs`` …),
+side by side, so a call added to one is seen missing from the other (a test checks parity).
 """
 
 from __future__ import annotations
