@@ -12,9 +12,13 @@ paper's rule alone (no association condition, the reranker's order) is the basel
 default was chosen: the highest threshold that still leaves ``--min-per-column`` ADD names per
 column on average (half of top-K), i.e. the most associated lists that are still lists. A
 third run with the settings' defaults gives the judge pairs and time of the shipped rule.
+Domain support (``add_min_shared_columns``): the open run is repeated with retrieved ADD names
+kept only when a retrieved table holding them shares at least n of the query table's columns,
+n in ``--shared``, and replayed over the same thresholds (``shared_columns.grid``).
 Writes ``benchmarks/results/add_quality.json``.
 
-Usage: ``python benchmarks/add_quality.py [--target 0.7] [--top-k 8] [--min-per-column 4]``
+Usage: ``python benchmarks/add_quality.py [--target 0.7] [--top-k 8] [--min-per-column 4]
+[--shared 0,1,2,3]``
 """
 
 from __future__ import annotations
@@ -81,9 +85,7 @@ def replay(
             names = sorted(names, key=lambda n: (-n["association"], n["name"]))[:top_k]
         kept.extend(names)
     labelled = [n for n in kept if n["label"] != "unlabelled"]
-    share = (
-        sum(n["label"] == "associated" for n in labelled) / len(labelled) if labelled else None
-    )
+    share = sum(n["label"] == "associated" for n in labelled) / len(labelled) if labelled else None
     return {
         "threshold": threshold,
         "add_per_column": round(len(kept) / max(1, columns), 2),
@@ -100,6 +102,11 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.7)
     parser.add_argument("--top-k", type=int, default=8)
     parser.add_argument("--min-per-column", type=float, default=4.0)
+    parser.add_argument(
+        "--shared",
+        default="0,1,2,3",
+        help="add_min_shared_columns values to replay the open rule under (comma-separated)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/add_quality.json")
     args = parser.parse_args()
     import torch
@@ -109,9 +116,16 @@ def main() -> None:
     tables = dev_tables(base)
     results: dict[str, Any] = {"tables": len(tables)}
     runs: dict[str, list[dict[str, Any]]] = {}
+    shared = [int(v) for v in args.shared.split(",")]
+    opened = {"add_association": 0.0, "add_association_top_k": 1000}
     for name, update in (
-        ("paper-rule", {"add_association": None}),
-        ("association-open", {"add_association": 0.0, "add_association_top_k": 1000}),
+        ("paper-rule", {"add_association": None, "add_min_shared_columns": 0}),
+        ("association-open", {**opened, "add_min_shared_columns": 0}),
+        *(
+            (f"association-open-shared-{n}", {**opened, "add_min_shared_columns": n})
+            for n in shared
+            if n
+        ),
         ("association-default", {}),
     ):
         pipeline = Pipeline.from_settings(base.model_copy(update=update))
@@ -152,6 +166,17 @@ def main() -> None:
         replay(runs["association-default"], base.add_association, base.add_association_top_k)
     )
     wide = [g["threshold"] for g in grid if g["add_per_column"] >= args.min_per_column]
+    # Domain support: the open rule again with retrieved ADD names needing a retrieved table
+    # that shares ≥ n of the query's columns, replayed at every threshold.
+    results["shared_columns"] = {
+        "setting": base.add_min_shared_columns,
+        "grid": [
+            {"min_shared_columns": n, **replay(runs[run], t, args.top_k)}
+            for n in shared
+            for run in [f"association-open-shared-{n}" if n else "association-open"]
+            for t in GRID
+        ],
+    }
     results["association"] = {
         "top_k": args.top_k,
         "target": args.target,
@@ -163,7 +188,14 @@ def main() -> None:
     }
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     (args.out.with_suffix(".names.json")).write_text(json.dumps(runs, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in results.items() if k != "association"}, indent=1))
+    print(
+        json.dumps(
+            {k: v for k, v in results.items() if k not in ("association", "shared_columns")},
+            indent=1,
+        )
+    )
+    for g in results["shared_columns"]["grid"]:
+        print(g)
     for g in grid:
         print(g)
     print("calibrated", results["association"]["calibrated"])

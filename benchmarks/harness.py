@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cta.cli._quiet import configure_output
 from cta.settings import Settings
 
 log = logging.getLogger("cta.bench")
@@ -482,6 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cta bench", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    configure_output(0)  # as quiet as any cta command: our warnings only, no library noise
     parts = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:

@@ -37,7 +37,7 @@ from cta.judge.decide import association as association_of
 from cta.judge.nli import JudgePair
 from cta.judge.protocol import Judge
 from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
-from cta.pool import natural_pool
+from cta.pool import natural_pool, shared_columns
 from cta.results import (
     Candidate,
     CandidateReport,
@@ -212,6 +212,7 @@ class Pipeline:
                 self.known_names(),
             )
             corpus_types = {name_key(col.name): col.type for col, _ in pool}
+            support = shared_columns(table, retrieved)
             if pool:
                 names = [col.name for col, _ in pool]
                 by_name = {col.name: (col, ids) for col, ids in pool}
@@ -228,6 +229,7 @@ class Pipeline:
                                 score=round(float(score), 6),
                                 source="retriever",
                                 provenance=",".join(ids[:3]),
+                                shared_columns=max(support.get(i, 0) for i in ids),
                             )
                         )
         style = table_style(table.column_names)
@@ -517,6 +519,10 @@ class Pipeline:
         own = {name_key(c.name) for c in table.columns}
         names = table.column_names
         same_meaning = self.same_meaning
+        # A retrieved name is added only from a table of the query's domain (one sharing at
+        # least this many of its columns); a rename needs no such support (the judge's
+        # entailment decides it).
+        min_shared = self.settings.add_min_shared_columns
         for col in report.columns:
             rpl = _union(col.equivalent, col.retrieved, col.dictionary)
             plan.rpl[col.column] = [c for c in rpl if name_key(c.name) not in own]
@@ -526,6 +532,7 @@ class Pipeline:
                 if name_key(c.name) not in own
                 and add_name_problem(c.name, c.source == "retriever", names, entity) is None
                 and is_new_column(c.name, names, entity, same_meaning)
+                and (c.shared_columns is None or c.shared_columns >= min_shared)
             ]
         if self.add_source is not None:
             for target in table.targets():

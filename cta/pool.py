@@ -14,7 +14,13 @@ from cta.names import clean_header, is_natural_name, name_type, restyle, table_s
 from cta.table import Column, Table
 from cta.words import name_key
 
-__all__ = ["MACHINE_NAMED_SOURCES", "candidate_pool", "is_machine_named", "natural_pool"]
+__all__ = [
+    "MACHINE_NAMED_SOURCES",
+    "candidate_pool",
+    "is_machine_named",
+    "natural_pool",
+    "shared_columns",
+]
 
 # Corpora whose headers are code identifiers, not names people wrote (R datasets:
 # ``price.sunshine``, ``cost.coverage.periodicals``), by table source prefix.
@@ -48,6 +54,19 @@ def candidate_pool(
             elif hit.table_id not in pool[key][1]:
                 pool[key][1].append(hit.table_id)
     return list(pool.values())
+
+
+def shared_columns(table: Table, retrieved: Sequence[RetrievedTable]) -> dict[str, int]:
+    """Per retrieved table id, how many of the query table's columns it also holds (by
+    :func:`name_key`, a column's name or SQL identifier; headers cleaned as the pool cleans
+    them). A name that only tables sharing nothing with the query hold comes from another
+    domain: a table of films (``director``, ``studio``) retrieved for a table of books."""
+    own = {name_key(c.name) for c in table.columns}
+    own |= {name_key(c.original_name) for c in table.columns if c.original_name}
+    return {
+        hit.table_id: len(own & {name_key(clean_header(c.name)) for c in hit.columns})
+        for hit in retrieved
+    }
 
 
 def natural_pool(

@@ -26,6 +26,11 @@ class Candidate(BaseModel):
     provenance: str = Field(
         default="", description="Corpus table id(s), dictionary words or thesaurus header"
     )
+    shared_columns: int | None = Field(
+        default=None,
+        description="Retriever: the most columns of the query table that one retrieved table "
+        "holding this name also holds (its domain support; None for other sources)",
+    )
 
 
 class ColumnCandidates(BaseModel):

@@ -186,6 +186,13 @@ class Settings(BaseSettings):
         description="ADD names kept per column, most associated first, before the check "
         "against every column",
     )
+    add_min_shared_columns: int = Field(
+        default=1,
+        ge=0,
+        description="A retrieved ADD name needs a retrieved table that holds it and at least "
+        "this many of the table's columns (domain support, chosen on the annotations dev "
+        "split; 0 = any retrieved table, as before)",
+    )
     rpl_aggregation: Literal["min", "mean", "max"] = Field(
         default="min", description="How e1, e2 combine for RPL (paper: min ≥ threshold)"
     )

@@ -15,9 +15,10 @@ import pytest
 
 from cta.judge.decide import add_clash, add_name_problem
 from cta.judge.nli import JudgeColumn, JudgePair
-from cta.names import name_problem
+from cta.names import clean_header, name_problem
 from cta.pipeline import PerturbOptions, Pipeline
 from cta.table import Table
+from cta.words import name_key
 
 BOOKS = {
     "id": "books",
@@ -98,6 +99,45 @@ def test_the_paper_rule_is_one_setting(tiny_pipeline: Pipeline) -> None:
     result = tiny_pipeline.perturb(Table.parse(BOOKS), PerturbOptions(add_threshold=1.0))
     assert any(col.add for col in result.columns)
     assert all(d.association is None for col in result.columns for d in col.add)
+
+
+def test_a_retrieved_add_needs_a_table_of_the_querys_domain(tiny_pipeline: Pipeline) -> None:
+    table = Table.parse(BOOKS)
+    options = PerturbOptions(add_threshold=1.0)
+    wide = _with(_open(tiny_pipeline), add_min_shared_columns=0)
+    # The support of each retrieved name, recomputed from the retriever's own hits.
+    assert wide.retriever is not None
+    hits = wide.retriever.retrieve(table, wide.settings.retrieve_top_k)
+    own = {name_key(c.name) for c in table.columns}
+    support = {
+        h.table_id: len(own & {name_key(clean_header(c.name)) for c in h.columns}) for h in hits
+    }
+    report = wide.candidates(table)
+    retrieved = {c.name: c for col in report.columns for c in col.retrieved}
+    assert retrieved
+    for cand in retrieved.values():
+        listed = [support[i] for i in cand.provenance.split(",")]  # the first three holders
+        assert cand.shared_columns is not None
+        assert max(listed) <= cand.shared_columns <= max(support.values())
+    levels = sorted({c.shared_columns or 0 for c in retrieved.values()})
+    assert len(levels) >= 2, levels  # the tiny corpus has names of several supports
+
+    def adds(pipeline: Pipeline) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {"retriever": set(), "thesaurus": set()}
+        for col in pipeline.perturb(table, options).columns:
+            for d in col.add:
+                out[d.source].add(d.name)
+        return out
+
+    before = adds(wide)
+    after = adds(_with(wide, add_min_shared_columns=levels[-1]))
+    assert after["retriever"] < before["retriever"]
+    assert all((retrieved[n].shared_columns or 0) >= levels[-1] for n in after["retriever"])
+    assert all(
+        (retrieved[n].shared_columns or 0) < levels[-1]
+        for n in before["retriever"] - after["retriever"]
+    )
+    assert after["thesaurus"] == before["thesaurus"]  # names people write need no support
 
 
 # -- the leaks of issue 24, each with the rule that now stops it ------------------------------
