@@ -34,7 +34,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from cta.annotations import load_annotated_tables
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
+from cta.results import PerturbOptions
 from cta.settings import Settings
 from cta.table import Table
 from cta.words import name_key

@@ -36,8 +36,8 @@ from typing import Any
 
 from cta import recipes
 from cta.components import RetrievedTable, Retriever
-from cta.pipeline import PerturbOptions, Pipeline
-from cta.results import Candidate
+from cta.pipeline import Pipeline
+from cta.results import Candidate, PerturbOptions
 from cta.settings import Settings
 from cta.table import Column, Table
 from retriever.index import fingerprint

@@ -33,7 +33,7 @@ from typing import Any
 from benchmarks.bench_speed import wtq_tables
 from benchmarks.harness import DEFAULT_DATA
 from cta import registry
-from cta.pipeline import PerturbOptions
+from cta.results import PerturbOptions
 from cta.scale import Item, ItemOutcome, ShardMapper, ShardPerturber, in_process, run_shards
 from cta.scale.ray_backend import RayOptions, connect, ray_mapper
 from cta.settings import Settings, get_settings

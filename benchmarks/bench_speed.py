@@ -42,8 +42,8 @@ from cta.judge.nli import (
     RecheckedEntailment,
     entailment_model,
 )
-from cta.pipeline import PerturbOptions, Pipeline
-from cta.results import PerturbationResult
+from cta.pipeline import Pipeline
+from cta.results import PerturbationResult, PerturbOptions
 from cta.table import Table
 
 SEED = 0

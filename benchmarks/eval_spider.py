@@ -34,8 +34,8 @@ from typing import Any
 
 from cta.datasets import Proposer, perturb_spider
 from cta.evaluation import evaluate, load_directory, reference_model
-from cta.evaluation.scoring import EvalReport
 from cta.formats.spider import load_spider
+from cta.reports import EvalReport
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.table import Table
 
@@ -99,7 +99,8 @@ def _decision(name: str, column: Any, score: float) -> Decision:
 
 
 def _pipeline() -> tuple[Proposer, str]:
-    from cta.pipeline import PerturbOptions, Pipeline
+    from cta.pipeline import Pipeline
+    from cta.results import PerturbOptions
     from cta.settings import get_settings
 
     settings = get_settings()

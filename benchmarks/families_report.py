@@ -80,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     judge = None
     proposer: Any
     if any(k in PIPELINE_KINDS for k in kinds):
-        from cta.pipeline import PerturbOptions, Pipeline
+        from cta.pipeline import Pipeline
+        from cta.results import PerturbOptions
 
         pipeline = Pipeline.from_settings()
 

@@ -41,12 +41,8 @@ import numpy as np
 
 from cta.context import singularise
 from cta.judge.decide import is_add_against, is_rpl, passes_add
-from cta.judge.nli import (
-    BidirectionalJudge,
-    HFEntailmentModel,
-    JudgeColumn,
-    JudgePair,
-)
+from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
+from cta.results import JudgeColumn, JudgePair
 from cta.settings import Settings
 from cta.words import column_words
 
@@ -221,7 +217,9 @@ def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | 
     finally:
         os.chdir(here)
     examples = [*data.training, *data.validation]
-    trained = {tuple(sorted((column_words(e.premise), column_words(e.hypothesis)))) for e in examples}
+    trained = {
+        tuple(sorted((column_words(e.premise), column_words(e.hypothesis)))) for e in examples
+    }
     return {
         i
         for i, p in enumerate(pairs)
@@ -265,7 +263,10 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
                     kinds.append(kind)
                     if kind == "add":
                         against = judge.score(
-                            [JudgePair(entity=entity, target=c, candidate=candidate) for c in columns]
+                            [
+                                JudgePair(entity=entity, target=c, candidate=candidate)
+                                for c in columns
+                            ]
                         )
                         every.append(passes_add(against, settings.add_threshold))
     scores = judge.score(pairs)
@@ -279,7 +280,9 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
         "data": f"annotations dev split ({len(tables)} tables): equivalent vs associated names",
         "pairs": {k: int((labels == k).sum()) for k in ("rpl", "add", "neither")},
         "auroc_min_e1_e2": round(auroc(mins[labels == "rpl"], mins[labels == "add"]), 4),
-        "auroc_equivalent_vs_neither": round(auroc(mins[labels == "rpl"], mins[labels == "neither"]), 4),
+        "auroc_equivalent_vs_neither": round(
+            auroc(mins[labels == "rpl"], mins[labels == "neither"]), 4
+        ),
         "at_default_thresholds": rates(
             [scores[i] for i in core],
             [kinds[i] for i in core],
@@ -373,7 +376,9 @@ def association_calibration(
                 "recall": round(tp / len(associated), 4),
             }
         )
-    reached = [r["threshold"] for r in rows if r["precision"] is not None and r["precision"] >= precision]
+    reached = [
+        r["threshold"] for r in rows if r["precision"] is not None and r["precision"] >= precision
+    ]
     return {
         "target_precision": precision,
         "calibrated": min(reached) if reached else None,

@@ -127,7 +127,8 @@ def _literals(dataset: object) -> dict[str, list[str]]:
 
 
 def _pipeline_proposer() -> tuple[Proposer, str]:
-    from cta.pipeline import PerturbOptions, Pipeline
+    from cta.pipeline import Pipeline
+    from cta.results import PerturbOptions
     from cta.settings import get_settings
 
     pipeline = Pipeline.from_settings(get_settings())

@@ -20,7 +20,8 @@ from typing import Any
 
 from benchmarks.bench_speed import wtq_tables
 from benchmarks.harness import DEFAULT_DATA, RESULTS
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
+from cta.results import PerturbOptions
 from cta.settings import get_settings
 
 SEED = 0

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from cta.judge.nli import JudgePair
-from cta.results import JudgeScore, PerturbationResult
+from cta.results import JudgePair, JudgeScore, PerturbationResult
 from cta.table import Table
 
 if TYPE_CHECKING:
-    from cta.pipeline import PerturbOptions, Pipeline, StopCheck
+    from cta.pipeline import Pipeline, StopCheck
+    from cta.results import PerturbOptions
 
 __all__ = ["Engine"]
 

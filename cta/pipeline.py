@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from pydantic import BaseModel, Field, StrictFloat, StrictInt
-
 from cta import registry
 from cta.apply.sample import sample_perturbations
 from cta.components import (
@@ -34,7 +32,6 @@ from cta.components import (
 from cta.context import primary_entity as find_primary_entity
 from cta.judge.decide import DecisionRule, SameMeaning, add_name_problem, is_new_column
 from cta.judge.decide import association as association_of
-from cta.judge.nli import JudgePair
 from cta.judge.protocol import Judge
 from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
 from cta.pool import natural_pool, shared_columns
@@ -45,8 +42,10 @@ from cta.results import (
     ColumnPerturbations,
     Decision,
     EntitySource,
+    JudgePair,
     JudgeScore,
     PerturbationResult,
+    PerturbOptions,
 )
 from cta.settings import Settings, get_settings
 from cta.table import Column, ColumnType, Table
@@ -84,24 +83,6 @@ def estimate_pairs(table: Table, settings: Settings) -> int:
     targets = len(table.targets())
     columns = len(table.columns)
     return targets * 2 * k * 2 + targets * checked * max(0, columns - 1)
-
-
-class PerturbOptions(BaseModel):
-    """Per-request knobs; ``None`` means "use the settings".
-
-    Numbers are strict: ``"7"`` or ``false`` is not a seed (no silent coercion); an integer
-    is a valid threshold.
-    """
-
-    seed: StrictInt = Field(default=0, ge=0, le=2**31 - 1)
-    max_candidates: StrictInt | None = Field(
-        default=None, ge=1, le=100, description="Keep at most this many RPL and ADD per column"
-    )
-    rpl_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
-    add_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
-    samples: StrictInt = Field(
-        default=0, ge=0, le=20, description="Perturbed tables to draw of each kind (ADVETA)"
-    )
 
 
 @dataclass

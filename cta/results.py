@@ -1,17 +1,79 @@
-"""What the pipeline hands back: candidates, judged decisions and perturbed tables."""
+"""What the pipeline takes and hands back: per-request options and judge pairs, candidates,
+judged decisions and perturbed tables. Plain pydantic models over :mod:`cta.table`, so the
+client SDK parses with them without loading the engine."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model_validator
 
-from cta.table import ColumnType, Table
+from cta.table import ColumnType, InvalidTableError, NamedColumn, Table
+from cta.text import text_problem
 
 Source = Literal["retriever", "dictionary", "thesaurus"]
 Kind = Literal["rpl", "add"]
+FamilyKind = Literal[
+    "abbreviation",
+    "content-equivalence",
+    "shuffle",
+    "opaque-keys",
+    "remove-column",
+    "normalise",
+    "flatten",
+    "insert-column",
+    "table-rename",
+    "column-split",
+    "column-merge",
+    "question-synonym",
+]
+"""The perturbation families beside RPL/ADD (:mod:`cta.families` implements each)."""
 Verdict = Literal["RPL", "ADD", "NONE"]
 EntitySource = Literal["given", "table-name", "predicted"]
+
+
+class PerturbOptions(BaseModel):
+    """Per-request knobs; ``None`` means "use the settings".
+
+    Numbers are strict: ``"7"`` or ``false`` is not a seed (no silent coercion); an integer
+    is a valid threshold.
+    """
+
+    seed: StrictInt = Field(default=0, ge=0, le=2**31 - 1)
+    max_candidates: StrictInt | None = Field(
+        default=None, ge=1, le=100, description="Keep at most this many RPL and ADD per column"
+    )
+    rpl_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    add_threshold: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    samples: StrictInt = Field(
+        default=0, ge=0, le=20, description="Perturbed tables to draw of each kind (ADVETA)"
+    )
+
+
+class JudgeColumn(NamedColumn):
+    """A column as the judge sees it: name and type."""
+
+
+class JudgePair(BaseModel):
+    """One (target, candidate) pair in the context of a table primary entity."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: str | None = None
+    target: JudgeColumn
+    candidate: JudgeColumn
+
+    @model_validator(mode="after")
+    def _check_text(self) -> JudgePair:
+        for where, text in (
+            ("entity", self.entity or ""),
+            ("target.name", self.target.name),
+            ("candidate.name", self.candidate.name),
+        ):
+            problem = text_problem(text)
+            if problem is not None:
+                raise InvalidTableError("invalid_text", f"{where}: {problem}")
+        return self
 
 
 class Candidate(BaseModel):

@@ -40,9 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from cta.judge.nli import JudgePair
-from cta.pipeline import Cancelled, PerturbOptions
-from cta.results import JudgeScore, PerturbationResult
+from cta.pipeline import Cancelled
+from cta.results import JudgePair, JudgeScore, PerturbationResult, PerturbOptions
 from cta.table import Table
 from service.host import PipelineHost
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from cta.engine import Engine
-from cta.pipeline import PerturbOptions, estimate_pairs
-from cta.results import PerturbationResult
+from cta.pipeline import estimate_pairs
+from cta.results import PerturbationResult, PerturbOptions
 from cta.table import Table
 from service.settings import ServiceSettings
 

@@ -7,7 +7,7 @@ The body size (``max_body_bytes``, 413) is checked by :mod:`service.guard`.
 
 from __future__ import annotations
 
-from cta.judge.nli import JudgePair
+from cta.results import JudgePair
 from cta.table import InvalidTableError, Table, table_strings
 from service.settings import ServiceSettings
 

@@ -22,13 +22,8 @@ from pydantic import (
     model_validator,
 )
 
-from cta.datasets import SpiderDatabaseResult
-from cta.evaluation.payload import EvalDatabaseResult
-from cta.evaluation.scoring import EvalReport
-from cta.families.base import FamilyKind
-from cta.judge.nli import JudgePair
-from cta.pipeline import PerturbOptions
-from cta.results import JudgeScore, PerturbationResult
+from cta.reports import EvalDatabaseResult, EvalReport, SpiderDatabaseResult
+from cta.results import FamilyKind, JudgePair, JudgeScore, PerturbationResult, PerturbOptions
 from cta.table import Table
 
 __all__ = [

@@ -29,9 +29,15 @@ from fastapi.testclient import TestClient
 
 from cta.apply.sample import sample_perturbations
 from cta.judge.decide import DecisionRule
-from cta.judge.nli import JudgePair
-from cta.pipeline import Cancelled, PerturbOptions, StopCheck, estimate_pairs
-from cta.results import ColumnPerturbations, Decision, JudgeScore, PerturbationResult
+from cta.pipeline import Cancelled, StopCheck, estimate_pairs
+from cta.results import (
+    ColumnPerturbations,
+    Decision,
+    JudgePair,
+    JudgeScore,
+    PerturbationResult,
+    PerturbOptions,
+)
 from cta.settings import Settings
 from cta.table import Column, InvalidTableError, Table
 from service.settings import ServiceSettings

@@ -14,9 +14,9 @@ import statistics
 import pytest
 
 from cta.judge.decide import add_clash, add_name_problem
-from cta.judge.nli import JudgeColumn, JudgePair
 from cta.names import clean_header, name_problem
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
+from cta.results import JudgeColumn, JudgePair, PerturbOptions
 from cta.table import Table
 from cta.words import name_key
 

@@ -81,7 +81,8 @@ def _tiny_tables() -> list[Table]:
 @pytest.mark.slow
 def test_naive_pipeline_reaches_the_same_decisions(tiny_pipeline: object) -> None:
     from benchmarks.naive import NaiveEntailment, NaivePipeline, decisions_of
-    from cta.pipeline import PerturbOptions, Pipeline
+    from cta.pipeline import Pipeline
+    from cta.results import PerturbOptions
 
     assert isinstance(tiny_pipeline, Pipeline)
     tables = _tiny_tables()
@@ -101,7 +102,8 @@ def test_naive_pipeline_reaches_the_same_decisions(tiny_pipeline: object) -> Non
 
 def test_speed_comparisons_of_waves_and_precisions(tiny_pipeline: object) -> None:
     from benchmarks import bench_speed, harness
-    from cta.pipeline import PerturbOptions, Pipeline
+    from cta.pipeline import Pipeline
+    from cta.results import PerturbOptions
 
     assert isinstance(tiny_pipeline, Pipeline)
     tables = _tiny_tables()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +14,7 @@ import pytest
 from service_fakes import PETS, FakePipeline, running_app, wtq_like_table
 
 import service
-from cta.judge.nli import JudgeColumn, JudgePair
+from cta.results import JudgeColumn, JudgePair
 from cta.table import Table
 from service.app import create_app
 from service.client import AsyncClient, AsyncJob, Client, Job, ServiceError
@@ -101,6 +104,67 @@ def test_async_client_against_the_app_in_process(tmp_path: Path) -> None:
     ids, indices = asyncio.run(scenario())
     assert ids == ["t0", "t1", "t2", "t3"]
     assert indices == [0, 1, 2]
+
+
+_SDK_IMPORT = r'''
+import json, re, sys
+from importlib import metadata
+
+
+def third_party():
+    names = {m.split(".")[0] for m in sys.modules if not m.startswith("_")}
+    return names - set(sys.stdlib_module_names) - {"cta", "service"}
+
+
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def brought_by(*dists):
+    """What importing them loads, and every distribution they require, transitively
+    (pydantic loads some of its own only when a model needs them)."""
+    for dist in dists:
+        __import__(dist)
+    loaded = third_party()
+    seen, todo = set(), [norm(d) for d in dists]
+    while todo:
+        dist = todo.pop()
+        if dist in seen:
+            continue
+        seen.add(dist)
+        try:
+            requires = metadata.requires(dist) or []
+        except metadata.PackageNotFoundError:  # a requirement for another Python
+            continue
+        for req in requires:
+            if "extra ==" not in req:
+                todo.append(norm(re.split(r"[ ;<>=!~\[(]", req, maxsplit=1)[0]))
+    modules = metadata.packages_distributions()
+    return loaded | {m for m, ds in modules.items() if {norm(d) for d in ds} & seen}
+
+
+allowed = brought_by("httpx", "pydantic")
+from service.client import AsyncClient, Client  # noqa: E402
+from service import Client as Exported  # noqa: E402
+
+assert Exported is Client and AsyncClient is not None
+print(json.dumps({"outside": sorted(third_party() - allowed), "loaded": sorted(third_party())}))
+'''
+
+
+def test_the_sdk_loads_httpx_and_pydantic_only() -> None:
+    # In a fresh interpreter: importing the SDK loads no third-party package beyond what httpx
+    # and pydantic bring; none of the server's (FastAPI, SQLAlchemy) or the engine's.
+    run = subprocess.run(
+        [sys.executable, "-c", _SDK_IMPORT], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout)
+    assert found["outside"] == [], found["outside"]
+    assert {"httpx", "pydantic"} <= set(found["loaded"])
+    assert not {"fastapi", "starlette", "sqlalchemy", "sqlglot", "numpy", "torch"} & set(
+        found["loaded"]
+    )
 
 
 def test_the_async_client_offers_every_call_of_the_sync_one() -> None:

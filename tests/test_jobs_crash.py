@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from service_fakes import wtq_like_table
 from test_jobs_store import pg_url  # noqa: F401  (fixture)
 
-from cta.pipeline import PerturbOptions
+from cta.results import PerturbOptions
 from service.jobs.store import JobStore
 from service.jobs.submit import job_items
 from service.schemas import TablesJobCreate

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from cta.pipeline import PerturbOptions
-from cta.results import PerturbationResult
+from cta.results import PerturbationResult, PerturbOptions
 from service.jobs.store import JobStore, NewItem
 from service.schemas import ItemError
 

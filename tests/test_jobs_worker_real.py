@@ -11,7 +11,8 @@ import pytest
 from conftest import tiny_env_vars
 from service_fakes import wtq_like_table
 
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
+from cta.results import PerturbOptions
 from cta.table import Table
 from service.jobs.store import JobStore
 from service.jobs.submit import job_items

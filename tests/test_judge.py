@@ -16,15 +16,14 @@ from cta.cli.main import main
 from cta.judge import (
     BidirectionalJudge,
     HFEntailmentModel,
-    JudgeColumn,
     JudgeError,
-    JudgePair,
     is_add_against,
     is_rpl,
     passes_add,
     render,
     verdict,
 )
+from cta.results import JudgeColumn, JudgePair
 from cta.settings import Settings, get_settings
 from cta.table import ColumnType
 
@@ -283,7 +282,10 @@ def test_int8_scores_near_a_threshold_are_rechecked_in_fp32(checkpoint: Path) ->
     distance = np.abs(fast - 0.65)
     margin = float(np.median(distance))
     model = entailment_model(
-        settings("int8", margin).model_copy(update={"add_threshold": 0.65, "add_association": None}), str(checkpoint)
+        settings("int8", margin).model_copy(
+            update={"add_threshold": 0.65, "add_association": None}
+        ),
+        str(checkpoint),
     )
     assert isinstance(model, RecheckedEntailment)
     got = model.entailment(premises, hypotheses)

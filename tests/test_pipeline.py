@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cta.judge import JudgeColumn, JudgePair
-from cta.pipeline import PerturbOptions, Pipeline
-from cta.results import Candidate
+from cta.pipeline import Pipeline
+from cta.results import Candidate, JudgeColumn, JudgePair, PerturbOptions
+from cta.settings import Settings
 from cta.table import Table
 from cta.words import name_key
 
@@ -214,6 +214,14 @@ def _first_of_each_name(candidates: list[Candidate]) -> list[Candidate]:
     return out
 
 
+def _supported(cand: Candidate, settings: Settings) -> bool:
+    """Domain support, as the ADD rule asks it of a retrieved name (names of other sources
+    need none): a retrieved table holding it shares enough of the query's columns."""
+    return cand.source != "retriever" or (cand.shared_columns or 0) >= (
+        settings.add_min_shared_columns
+    )
+
+
 def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[set, set]]:
     """RPL and ADD names per column, recomputed with both directions of every pair."""
     from cta.judge.decide import is_add_against, is_new_column, is_rpl, passes_add
@@ -235,6 +243,8 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
             if name_key(cand.name) in own or not is_new_column(
                 cand.name, table.column_names, entity, pipeline.same_meaning
             ):
+                continue
+            if not _supported(cand, settings):
                 continue
             e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
             every = [
@@ -322,6 +332,7 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
             name_key(c.name)
             for c in [*pool.associated, *pool.retrieved]
             if is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
+            and _supported(c, tiny_pipeline.settings)
         }
         assert {name_key(d.name) for d in all_in.add} == new
         assert none_in.replace == [] and none_in.add == []

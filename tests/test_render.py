@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from cta.cli.render import ADDED_MARK, ELLIPSIS, NONE_MARK, render_summary, text_table
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
 from cta.results import (
     ColumnPerturbations,
     Decision,
     PerturbationResult,
     PerturbedTable,
+    PerturbOptions,
 )
 from cta.table import Table
 

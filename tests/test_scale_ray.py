@@ -23,7 +23,7 @@ from test_dataset import QUESTIONS, TABLES
 from test_scale import _manifest, cta, shard_bytes, tiny_tables, write_batch
 
 from cta import registry
-from cta.pipeline import PerturbOptions
+from cta.results import PerturbOptions
 from cta.scale import Item, ShardPerturber, read_items, run_shards
 from cta.scale.ledger import ItemOutcome
 from cta.scale.ray_backend import RayOptions, ray_chunk_encoder, ray_mapper

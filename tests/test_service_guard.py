@@ -9,8 +9,7 @@ import httpx
 import pytest
 from service_fakes import FakePipeline, serving, wtq_like_table
 
-from cta.pipeline import PerturbOptions
-from cta.results import PerturbationResult
+from cta.results import PerturbationResult, PerturbOptions
 from cta.table import Table
 from cta.text import escape, find_bad_text, text_problem
 from service.client import Client
@@ -95,7 +94,12 @@ def test_405_lists_every_method_of_the_path(url: str) -> None:
     ("content", "headers", "status", "problem"),
     [
         (b'{"table": {"columns": [{"name": "ti\\ud800tle"}]}}', {}, 422, "invalid_text"),
-        (b'{"table": {"columns": [{"name": "a"}], "rows": [["x\\u0000"]]}}', {}, 422, "invalid_text"),
+        (
+            b'{"table": {"columns": [{"name": "a"}], "rows": [["x\\u0000"]]}}',
+            {},
+            422,
+            "invalid_text",
+        ),
         (b'{"table": {"columns": [{"name": "a"}], "rows": [[NaN]]}}', {}, 422, "non_finite_number"),
         (b'{"table": {"columns": [{"name": "\xff"}]}}', {}, 400, "invalid_utf8"),
         (b"[" * 100 + b"]" * 100, {}, 400, "too_deep"),

@@ -18,7 +18,8 @@ import httpx
 import pytest
 from service_fakes import FakePipeline, running_app, serving, wait_until, wtq_like_table
 
-from cta.pipeline import Cancelled, PerturbOptions, Pipeline, estimate_pairs
+from cta.pipeline import Cancelled, Pipeline, estimate_pairs
+from cta.results import PerturbOptions
 from cta.settings import Settings
 from cta.table import Table
 from service.batching import Batcher, Overloaded, _Request

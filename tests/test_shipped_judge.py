@@ -76,7 +76,8 @@ def test_the_card_is_written_from_the_manifest(manifest: dict[str, Any]) -> None
 
 
 def test_the_paper_cases_recompute_on_this_file(manifest: dict[str, Any]) -> None:
-    from cta.judge.nli import BidirectionalJudge, HFEntailmentModel, JudgeColumn, JudgePair
+    from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
+    from cta.results import JudgeColumn, JudgePair
 
     cases = manifest["evaluation"]["paper_cases"]
     assert len(cases) >= 8

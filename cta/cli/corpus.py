@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from cta.cli._io import error, settings_with_index
 from cta.cli._ray import add_ray_arguments, mapper
-from cta.pipeline import PerturbOptions
+from cta.results import PerturbOptions
 from cta.scale import SHARD_SIZE, LedgerMismatchError, perturb_corpus
 from cta.scale.ray_backend import RayUnavailableError
 from cta.table import InvalidTableError

@@ -22,9 +22,9 @@ from cta.cli._ray import add_ray_arguments, mapper, ray_requested
 from cta.datasets import FORMATS, Proposer, perturb_dataset
 from cta.datasets.layouts import LAYOUTS, write_drspider, write_hf
 from cta.families.base import FAMILY_KINDS
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
 from cta.provenance import build_manifest, write_manifest
-from cta.results import PerturbationResult
+from cta.results import PerturbationResult, PerturbOptions
 from cta.scale import LedgerMismatchError, ProposalError, ledger_proposer
 from cta.scale.ray_backend import RayUnavailableError
 from cta.table import InvalidTableError, Table

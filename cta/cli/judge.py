@@ -31,7 +31,8 @@ from pydantic import ValidationError
 
 from cta.cli._io import error
 from cta.judge.decide import DecisionRule
-from cta.judge.nli import BidirectionalJudge, JudgeError, JudgePair, load_judge
+from cta.judge.nli import BidirectionalJudge, JudgeError, load_judge
+from cta.results import JudgePair
 from cta.settings import Settings, get_settings
 
 EXIT_BAD_INPUT = 2

@@ -28,7 +28,8 @@ from cta.cli._io import (
     settings_with_index,
 )
 from cta.cli.render import render_summary
-from cta.pipeline import PerturbOptions, Pipeline
+from cta.pipeline import Pipeline
+from cta.results import PerturbOptions
 from cta.scale.items import line_problem, parse_table_line
 from cta.table import InvalidTableError, Table
 

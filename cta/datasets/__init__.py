@@ -32,7 +32,6 @@ from cta.datasets.base import (
 )
 from cta.datasets.registry import FORMATS, dataset_format, perturb_dataset
 from cta.datasets.spider import (
-    SpiderDatabaseResult,
     perturb_spider,
     perturb_spider_database,
     spider_database,
@@ -49,7 +48,6 @@ __all__ = [
     "PerturbedExample",
     "Proposer",
     "ProtocolResult",
-    "SpiderDatabaseResult",
     "SqlExample",
     "Variant",
     "VerificationRecord",

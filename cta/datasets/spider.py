@@ -17,8 +17,6 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
@@ -52,11 +50,11 @@ from cta.formats.spider import (
 )
 from cta.formats.spider_grammar import evaluator_form, evaluator_problem, spider_tables_of
 from cta.formats.tables import parse_spider_entry, spider_tables
+from cta.reports import SpiderDatabaseResult
 from cta.table import InvalidTableError
 
 __all__ = [
     "SPIDER",
-    "SpiderDatabaseResult",
     "SpiderFormat",
     "perturb_spider",
     "perturb_spider_database",
@@ -365,27 +363,6 @@ def _perturbed_entries(
         entries.append(entry)
         index_maps[variant.db_id] = index_map
     return entries, index_maps
-
-
-class SpiderDatabaseResult(BaseModel):
-    """One Spider database through the protocol, in memory: what a service dataset job returns.
-
-    The same content :func:`perturb_spider` writes to files, for one database and without the
-    SQLite files: the perturbed ``tables.json`` entries, the rewritten question records per
-    kind and seed, and every example × kind × seed mapping (with the problem when its SQL
-    could not be rewritten).
-    """
-
-    db_id: str
-    tables: list[dict[str, Any]] = Field(
-        description="tables.json entries of the perturbed databases (db_id suffixed)"
-    )
-    questions: dict[str, list[dict[str, Any]]] = Field(
-        description="Rewritten question records by '<kind>_s<seed>', in input order"
-    )
-    mappings: list[PerturbedExample] = Field(
-        description="Every record × kind × seed: mapping applied, rewritten SQL or problem"
-    )
 
 
 def perturb_spider_database(

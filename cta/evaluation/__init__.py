@@ -12,7 +12,7 @@ from cta.evaluation.exact_match import ExactMatcher, SqlTree, UnsupportedSql, ex
 from cta.evaluation.execution import ExecutionOutcome, ExecutionScorer, result_eq
 from cta.evaluation.linking import SchemaLinks, link_schema
 from cta.evaluation.models import MODELS, Oracle, reference_model
-from cta.evaluation.payload import EvalDatabaseResult, evaluate_payload
+from cta.evaluation.payload import evaluate_payload
 from cta.evaluation.predictions import (
     EndpointPredictions,
     EntryPointPredictions,
@@ -22,38 +22,24 @@ from cta.evaluation.predictions import (
 )
 from cta.evaluation.report import markdown, write_report
 from cta.evaluation.schema import SpiderSchema
-from cta.evaluation.scoring import (
-    EvalReport,
-    ItemResult,
-    KindSummary,
-    Scores,
-    SetResult,
-    build_report,
-    evaluate,
-)
+from cta.evaluation.scoring import build_report, evaluate
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet, load_directory
 
 __all__ = [
     "MODELS",
     "EndpointPredictions",
     "EntryPointPredictions",
-    "EvalDatabaseResult",
     "EvalDirectory",
-    "EvalReport",
     "ExactMatcher",
     "ExecutionOutcome",
     "ExecutionScorer",
     "FilePredictions",
-    "ItemResult",
-    "KindSummary",
     "Oracle",
     "Prediction",
     "Predictor",
     "Question",
     "QuestionSet",
     "SchemaLinks",
-    "Scores",
-    "SetResult",
     "SpiderSchema",
     "SqlTree",
     "UnsupportedSql",

@@ -16,27 +16,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from cta.apply.database import ColumnRef, create_database, synthesise_rows
 from cta.apply.rewrite import SqlRewriteError, bind_query
 from cta.evaluation.models import Oracle
 from cta.evaluation.predictions import EndpointPredictions, Prediction, Predictor
-from cta.evaluation.scoring import ItemResult, score_items
+from cta.evaluation.scoring import score_items
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet, question_from_record
 from cta.formats.spider import database_path, spider_schema
+from cta.reports import EvalDatabaseResult
 
-__all__ = ["EvalDatabaseResult", "GivenPredictions", "evaluate_payload"]
+__all__ = ["GivenPredictions", "evaluate_payload"]
 
 PayloadModel = Literal["oracle", "lexical-probe"]
-
-
-class EvalDatabaseResult(BaseModel):
-    """The questions of one source database (original and perturbed), scored."""
-
-    db_id: str
-    model: str
-    items: list[ItemResult] = Field(default_factory=list)
 
 
 class GivenPredictions:

@@ -17,10 +17,10 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from cta.evaluation.scoring import EvalReport, ItemResult, KindSummary, Spread
 from cta.evaluation.sets import EvalDirectory
 from cta.formats.spider import gold_line
 from cta.formats.spider_grammar import evaluator_problem, spider_tables_of
+from cta.reports import EvalReport, ItemResult, KindSummary, Spread
 
 __all__ = ["markdown", "plot", "write_report", "write_test_suite"]
 

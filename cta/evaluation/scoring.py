@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from pydantic import BaseModel, Field
 from sqlglot import exp
 
 from cta.evaluation.exact_match import ExactMatcher, UnsupportedSql, bind
@@ -29,13 +28,9 @@ from cta.evaluation.linking import LinkCounts, link_schema
 from cta.evaluation.predictions import Prediction, Predictor
 from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.sets import ORIGINAL, EvalDirectory, Question, QuestionSet
+from cta.reports import EvalReport, ItemResult, KindSummary, Scores, SetResult, Spread
 
 __all__ = [
-    "EvalReport",
-    "ItemResult",
-    "KindSummary",
-    "Scores",
-    "SetResult",
     "build_report",
     "evaluate",
     "mentioned_columns",
@@ -44,83 +39,6 @@ __all__ = [
 ]
 
 METRICS = ("ex", "em")
-
-
-class ItemResult(BaseModel):
-    """One question: the prediction and its verdicts."""
-
-    set: str
-    position: int
-    source_index: int
-    kind: str
-    seed: int | None
-    db_id: str
-    question: str
-    gold: str
-    pred: str | None = None
-    ex: bool | None = Field(default=None, description="None: not scored (gold fails, probe)")
-    em: bool | None = Field(default=None, description="None: not scored (gold outside EM)")
-    status: str = Field(default="", description="correct, wrong, pred_error, gold_error…")
-    message: str = ""
-    gold_columns: list[str] | None = None  # the probe: columns the gold SQL mentions
-    linked_columns: dict[str, str] | None = None  # the probe: linked column → strength
-
-
-class Scores(BaseModel):
-    """Metrics over a group of items; ``None`` when nothing in the group could be scored."""
-
-    n: int
-    ex: float | None = None
-    em: float | None = None
-    linking_recall: float | None = None
-    linking_precision: float | None = None
-    exact_linking_recall: float | None = None
-
-
-class Spread(BaseModel):
-    mean: float | None
-    std: float | None
-
-
-class SetResult(BaseModel):
-    """A perturbed set against the originals of the same examples."""
-
-    name: str
-    set: str
-    kind: str
-    seed: int | None
-    n: int
-    pre: Scores
-    post: Scores
-    absolute_drop: dict[str, float | None]
-    relative_drop: dict[str, float | None]
-    relative_robustness: dict[str, float | None]
-
-
-class KindSummary(BaseModel):
-    """One kind over its seeds: mean ± sample standard deviation of each figure."""
-
-    name: str
-    kind: str
-    seeds: list[int | None]
-    pre: dict[str, Spread]
-    post: dict[str, Spread]
-    absolute_drop: dict[str, Spread]
-    relative_drop: dict[str, Spread]
-    relative_robustness: dict[str, Spread]
-
-
-class EvalReport(BaseModel):
-    """Everything ``cta eval`` measured."""
-
-    model: str
-    directory: str
-    original: dict[str, Scores]  # by dataset name: every original question
-    sets: list[SetResult]
-    kinds: list[KindSummary]
-    statuses: dict[str, int]
-    skipped_files: list[str] = Field(default_factory=list)
-    seconds: dict[str, float] = Field(default_factory=dict)
 
 
 # -- items ------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -39,6 +39,7 @@ from cta.apply.database import (
 from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
 from cta.apply.sample import ValueMode
 from cta.formats.tables import parse_spider_entry
+from cta.results import FamilyKind
 from cta.table import Table
 
 __all__ = [
@@ -46,7 +47,6 @@ __all__ = [
     "DbEdit",
     "Family",
     "FamilyContext",
-    "FamilyKind",
     "NotApplicable",
     "Usage",
     "entry_of",
@@ -55,20 +55,6 @@ __all__ = [
     "usage_of",
 ]
 
-FamilyKind = Literal[
-    "abbreviation",
-    "content-equivalence",
-    "shuffle",
-    "opaque-keys",
-    "remove-column",
-    "normalise",
-    "flatten",
-    "insert-column",
-    "table-rename",
-    "column-split",
-    "column-merge",
-    "question-synonym",
-]
 FAMILY_KINDS: tuple[str, ...] = FamilyKind.__args__  # type: ignore[attr-defined]
 
 Key = tuple[str, str]

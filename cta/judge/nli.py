@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_validator
 
 from cta.components import EntailmentModel
 from cta.devices import Precision, autocast, resolve_device, resolve_precision
@@ -31,9 +30,8 @@ from cta.judge.batching import (
 from cta.judge.decide import association
 from cta.lru import LRUCache
 from cta.registry import register
+from cta.results import JudgeColumn, JudgePair
 from cta.settings import Settings
-from cta.table import InvalidTableError, NamedColumn
-from cta.text import text_problem
 from cta.words import column_words
 
 if TYPE_CHECKING:
@@ -44,32 +42,6 @@ DEFAULT_TEMPLATE = "{entity} {column} ({type})"
 
 class JudgeError(RuntimeError):
     """The judge cannot be loaded or used (missing checkpoint, labels without entailment…)."""
-
-
-class JudgeColumn(NamedColumn):
-    """A column as the judge sees it: name and type."""
-
-
-class JudgePair(BaseModel):
-    """One (target, candidate) pair in the context of a table primary entity."""
-
-    model_config = ConfigDict(frozen=True)
-
-    entity: str | None = None
-    target: JudgeColumn
-    candidate: JudgeColumn
-
-    @model_validator(mode="after")
-    def _check_text(self) -> JudgePair:
-        for where, text in (
-            ("entity", self.entity or ""),
-            ("target.name", self.target.name),
-            ("candidate.name", self.candidate.name),
-        ):
-            problem = text_problem(text)
-            if problem is not None:
-                raise InvalidTableError("invalid_text", f"{where}: {problem}")
-        return self
 
 
 def render(template: str, entity: str | None, column: str, type_: str) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from cta.components import EntailmentModel
-from cta.judge.nli import JudgePair
+from cta.results import JudgePair
 
 __all__ = ["Judge"]
 

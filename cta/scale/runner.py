@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cta.pipeline import PerturbOptions, Pipeline
-from cta.results import PerturbationResult
+from cta.pipeline import Pipeline
+from cta.results import PerturbationResult, PerturbOptions
 from cta.scale.items import Item, items_digest, read_items
 from cta.scale.ledger import ItemOutcome, Ledger
 from cta.settings import Settings

@@ -26,10 +26,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cta.datasets import SpiderDatabaseResult
-from cta.evaluation.payload import EvalDatabaseResult
-from cta.pipeline import PerturbOptions
-from cta.results import PerturbationResult
+from cta.reports import EvalDatabaseResult, SpiderDatabaseResult
+from cta.results import PerturbationResult, PerturbOptions
 from service.jobs.tables import job_items, jobs
 from service.migrations import upgrade
 from service.schemas import ItemError, JobItem, JobKind, JobResultsPage, JobStatus

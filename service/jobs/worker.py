@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from cta.datasets import SpiderDatabaseResult, perturb_spider_database
-from cta.evaluation.payload import EvalDatabaseResult, evaluate_payload
-from cta.pipeline import PerturbOptions
-from cta.results import PerturbationResult
+from cta.datasets import perturb_spider_database
+from cta.evaluation.payload import evaluate_payload
+from cta.reports import EvalDatabaseResult, SpiderDatabaseResult
+from cta.results import PerturbationResult, PerturbOptions
 from cta.table import InvalidTableError, Table
 from service.host import PipelineHost
 from service.jobs.store import ClaimedItem, JobStore

@@ -14,8 +14,9 @@ from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from cta.evaluation.report import markdown
-from cta.evaluation.scoring import ItemResult, build_report, sets_of
+from cta.evaluation.scoring import build_report, sets_of
 from cta.provenance import build_manifest
+from cta.reports import ItemResult
 from service.auth import caller
 from service.errors import ServiceProblem
 from service.jobs.store import JobStore
