@@ -24,7 +24,7 @@ _EXPORTS = {
     "ForeignKey": "cta.table",
     "InvalidTableError": "cta.table",
     "JudgeScore": "cta.results",
-    "PerturbOptions": "cta.pipeline",
+    "PerturbOptions": "cta.results",
     "PerturbationResult": "cta.results",
     "PerturbedTable": "cta.results",
     "Pipeline": "cta.pipeline",
