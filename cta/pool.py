@@ -32,6 +32,12 @@ def is_machine_named(source: str) -> bool:
     return source.split(":", 1)[0] in MACHINE_NAMED_SOURCES
 
 
+def _own_keys(table: Table) -> set[str]:
+    """The query table's column names and SQL identifiers, as :func:`name_key` compares them."""
+    own = {name_key(c.name) for c in table.columns}
+    return own | {name_key(c.original_name) for c in table.columns if c.original_name}
+
+
 def candidate_pool(
     table: Table, retrieved: Sequence[RetrievedTable]
 ) -> list[tuple[Column, list[str]]]:
@@ -41,8 +47,7 @@ def candidate_pool(
     retrieved tables appears once, as first seen, with every table id it came from. Order:
     retrieved tables best first, then column order.
     """
-    own = {name_key(c.name) for c in table.columns}
-    own |= {name_key(c.original_name) for c in table.columns if c.original_name}
+    own = _own_keys(table)
     pool: dict[str, tuple[Column, list[str]]] = {}
     for hit in retrieved:
         for column in hit.columns:
@@ -61,8 +66,7 @@ def shared_columns(table: Table, retrieved: Sequence[RetrievedTable]) -> dict[st
     :func:`name_key`, a column's name or SQL identifier; headers cleaned as the pool cleans
     them). A name that only tables sharing nothing with the query hold comes from another
     domain: a table of films (``director``, ``studio``) retrieved for a table of books."""
-    own = {name_key(c.name) for c in table.columns}
-    own |= {name_key(c.original_name) for c in table.columns if c.original_name}
+    own = _own_keys(table)
     return {
         hit.table_id: len(own & {name_key(clean_header(c.name)) for c in hit.columns})
         for hit in retrieved
