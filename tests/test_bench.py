@@ -181,3 +181,22 @@ def test_harness_says_what_it_skipped(tmp_path: Path) -> None:
     assert "Skipped: ADVETA annotations not found" in summary
     assert "Skipped: WTQ tables not found" in summary
     assert "## Index scale\n\nNot run yet." in summary
+
+
+def test_cta_bench_starts_the_harness_with_its_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `cta bench` is a launcher: the harness (its own entry point) parses the arguments, and a
+    # relative --results means the caller's directory.
+    from cta.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CTA_HOME", str(tmp_path / "home"))
+    assert main(["bench", "--only", "nope"]) == 2  # the harness's usage error, passed through
+    assert main(["bench", "--only", "quality", "--data", "no-data", "--results", "out"]) == 0
+    quality = json.loads((tmp_path / "out" / "quality.json").read_text())
+    assert "ADVETA annotations not found" in quality["skipped"]
+    with pytest.raises(SystemExit) as refused:  # another command still refuses unknown options
+        main(["perturb", "x.json", "--only", "quality"])
+    assert refused.value.code == 2
+    assert "unrecognized arguments: --only quality" in capsys.readouterr().err
