@@ -105,6 +105,11 @@ class NaivePipeline:
                 c
                 for c in _union(pool.associated, pool.retrieved, own)
                 if is_new_column(c.name, table.column_names, entity, same_meaning)
+                # domain support: a retrieved name from a table of the query's domain only
+                and (
+                    c.source != "retriever"
+                    or (c.shared_columns or 0) >= settings.add_min_shared_columns
+                )
             ]
             t_text = text(target.name, target.type.value)
 
