@@ -25,7 +25,7 @@ With ``--mutations dev.json tables.json DATABASES`` it also scores near misses o
 gold query (``MUTATIONS``: DISTINCT in subqueries, DESC → ASC, T1/T2 swapped in the query,
 its subqueries or its set-operation parts, ``count(DISTINCT x)``) against the gold.
 
-Run (see the README, "Exact match")::
+Run (see docs/evaluation.md, "Running the official evaluator")::
 
     .venv/bin/python benchmarks/official_eval.py REPORT_DIR [REPORT_DIR …] \\
         --evaluator /tmp/official-eval --evaluator-python /tmp/official-eval/.venv/bin/python \\

@@ -2,8 +2,8 @@
 
 The public surface: the table model, the pipeline and its options, the results, the settings
 and the recipes that compose a pipeline. Everything else lives in submodules (see the
-README's design notes for the layers). Importing :mod:`cta` loads no model library (torch,
-transformers, faiss, gensim load when a component is built).
+design notes in docs/design.md for the layers). Importing :mod:`cta` loads no model
+library (torch, transformers, faiss, gensim load when a component is built).
 """
 
 from importlib import import_module as _import_module

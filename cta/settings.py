@@ -148,7 +148,7 @@ class Settings(BaseSettings):
         default="auto",
         description="Judge inference: auto = bf16 autocast on CUDA, fp32 (the reference) on "
         "the CPU; fastest = bf16 where the CPU has bfloat16 instructions, else int8 with its "
-        "fp32 re-check; int8 = dynamic quantisation of the linear layers (CPU, see README)",
+        "fp32 re-check; int8 = dynamic quantisation of the linear layers (CPU, see docs/design.md)",
     )
     judge_recheck_margin: float = Field(
         default=0.1,
@@ -312,7 +312,7 @@ def get_settings() -> Settings:
 
 def markdown_table(model: type[BaseSettings], names: Iterable[str]) -> str:
     """A Markdown configuration table (variable, default, what it sets) of the fields
-    ``names`` of ``model``; the README's is :func:`service.settings.settings_table`."""
+    ``names`` of ``model``; docs/configuration.md's is :func:`service.settings.settings_table`."""
     rows = ["| variable | default | what it sets |", "|---|---|---|"]
     for name in names:
         field = model.model_fields[name]

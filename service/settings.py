@@ -4,7 +4,8 @@
 the service reads (bind address, API keys, jobs database, admission limits, job workers), with
 the same ``CTA_`` prefix: every variable keeps its name (``CTA_API_KEYS``, ``CTA_MAX_ROWS``…).
 The engine never sees these fields; the service hands the engine its settings as they are (a
-``ServiceSettings`` *is* a ``Settings``). :func:`settings_table` writes the README's table of both.
+``ServiceSettings`` *is* a ``Settings``). :func:`settings_table` writes the table of both
+in docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ SERVICE_FIELDS = tuple(n for n in ServiceSettings.model_fields if n not in Setti
 
 
 def settings_table() -> str:
-    """The configuration tables of the README (Markdown): the engine's
+    """The configuration tables of docs/configuration.md (Markdown): the engine's
     (:class:`cta.settings.Settings`), then the service's own (:class:`ServiceSettings`)."""
     return (
         markdown_table(Settings, Settings.model_fields)

@@ -486,7 +486,7 @@ OFFICIAL_EM_AGREED = [
     ),
 ]
 
-# Where we differ on purpose (README, "Exact match"): SQL the evaluator's grammar cannot read
+# Where we differ on purpose (docs/evaluation.md, "Exact match"): SQL the evaluator's grammar cannot read
 # is a parse failure there (EM 0), the same query here.
 OFFICIAL_CANNOT_READ = [
     (

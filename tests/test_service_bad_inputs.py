@@ -4,30 +4,13 @@ and the committed table (benchmarks/results/service_bad_inputs.md) is current.""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import bad_inputs
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-
 pytestmark = pytest.mark.slow  # the tiny home: real index, vectors and judge
-
-
-def _script() -> ModuleType:
-    path = REPO / "benchmarks" / "service_bad_inputs.py"
-    spec = importlib.util.spec_from_file_location("service_bad_inputs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-SCRIPT = _script()
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +28,14 @@ def results(tiny_home: Path) -> dict[str, Any]:
             )
         )
 
-    found: dict[str, Any] = {"sqlite": SCRIPT.run_store("sqlite", build, tiny_home)}
-    reason = SCRIPT.postgres_unreachable()
-    found["postgres"] = reason or SCRIPT.run_store("postgres", build, tiny_home)
+    found: dict[str, Any] = {"sqlite": bad_inputs.run_store("sqlite", build, tiny_home)}
+    reason = bad_inputs.postgres_unreachable()
+    found["postgres"] = reason or bad_inputs.run_store("postgres", build, tiny_home)
     return found
 
 
 def _check(outcomes: list[Any]) -> None:
-    assert len(outcomes) == len(SCRIPT.CASES) >= 85
+    assert len(outcomes) == len(bad_inputs.CASES) >= 85
     server_errors = [
         (o.case.what, o.status, o.problem, o.message) for o in outcomes if o.status >= 500
     ]
@@ -82,11 +65,11 @@ def test_every_hostile_input_gets_its_answer_on_postgres(results: dict[str, Any]
 
 
 def test_the_committed_table_is_current(results: dict[str, Any]) -> None:
-    committed = SCRIPT.OUTPUT.read_text(encoding="utf-8")
+    committed = bad_inputs.OUTPUT.read_text(encoding="utf-8")
     if isinstance(results["postgres"], str):
         # Without PostgreSQL, everything but its status column must still match.
-        expected = SCRIPT.render({"sqlite": results["sqlite"]})
-        committed = SCRIPT.drop_store_column(committed, "postgres")
+        expected = bad_inputs.render({"sqlite": results["sqlite"]})
+        committed = bad_inputs.drop_store_column(committed, "postgres")
     else:
-        expected = SCRIPT.render(results)
+        expected = bad_inputs.render(results)
     assert committed == expected, "run .venv/bin/python benchmarks/service_bad_inputs.py"

@@ -24,7 +24,7 @@ same structure as written; :func:`official_form` applies the evaluator's rewrite
   table units must be the same multiset. JOIN … ON conditions count only through
   ``keywords`` (``or``, ``not``, ``in``, ``like``).
 
-Where this differs from the evaluator — each with an example in the README ("Exact match"):
+Where this differs from the evaluator — each with an example in docs/evaluation.md#exact-match:
 SQL its grammar cannot read scores 0 there, and is read here the way SQLite reads it
 (``<>``, ``NOT x IN``, ``IS [NOT] NULL``, ``EXISTS``, aliases in SELECT, a table alias
 without ``AS``, comma joins, ``T1.*``, quoted identifiers, an unqualified column of an

@@ -20,7 +20,7 @@ from cta.lru import LRUCache
 if TYPE_CHECKING:
     import torch
 
-# A pair's score must not depend on what it is batched with (README: same input + seed →
+# A pair's score must not depend on what it is batched with (docs/cli.md: same input + seed →
 # same bytes, alone, in a batch, after any cache history). CPU kernels pick their blocking
 # by shape, and on the default judge's shape the last bits of a row's logits were measured
 # to change with the padded length and, below 12 rows, with the batch size. So a row is

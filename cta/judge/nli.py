@@ -68,7 +68,7 @@ def quantise_int8(
     per output channel unless told, activations quantised per batch): those whose names
     ``layers`` accepts, by default the transformer blocks' (the classifier head stays fp32).
     torch's eager ``quantize_dynamic`` warns that it is deprecated: the warning is silenced
-    here, the README names the replacement (torchao) for when it goes."""
+    here, docs/design.md names the replacement (torchao) for when it goes."""
     import torch
 
     keep = layers or _quantised_layer
