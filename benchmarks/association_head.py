@@ -49,11 +49,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cta.annotations import AnnotatedTable, load_annotated_tables
-from cta.names import word_zipf
 from cta.pipeline import PairKey, Pipeline
 from cta.settings import Settings
 from cta.table import ColumnType, InvalidTableError
-from cta.words import name_key
+from cta.words import name_key, word_zipf
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 0

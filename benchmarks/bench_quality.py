@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from cta.pipeline import Pipeline
 from cta.results import Candidate, PerturbOptions
 from cta.settings import Settings
 from cta.table import Column, Table
+from cta.words import lemma_words, name_words, word_zipf
 from retriever.index import fingerprint
 
 SYSTEMS = ("cta", "no-retriever", "no-judge", "w2v")
@@ -50,30 +49,15 @@ RPL_WINDOW = (0, 15)
 ADD_WINDOW = (15, 50)
 SAMPLES = 5
 
-_WORD = re.compile(r"[a-z0-9]+")
-_LEMMA_ORDER = ("NOUN", "VERB", "ADJ", "ADV")
-
 
 # -- metrics -------------------------------------------------------------------------------------
-@lru_cache(maxsize=200_000)
-def _lemma(word: str) -> str:
-    from lemminflect import getAllLemmas
-
-    lemmas = getAllLemmas(word)
-    for pos in _LEMMA_ORDER:
-        if lemmas.get(pos):
-            return str(lemmas[pos][0])
-    return word
-
-
 def match_key(name: str) -> str:
     """Matching key of a column name: case, punctuation and inflection ignored.
 
     ``"Breed_Names"`` and ``"breed name"`` → ``"breed name"``; ``"written by"`` and
     ``"writes by"`` → ``"write by"``. CamelCase is split first.
     """
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).casefold()
-    return " ".join(_lemma(w) for w in _WORD.findall(spaced))
+    return " ".join(lemma_words(name))
 
 
 def is_common(name: str, min_zipf: float = COMMON_ZIPF) -> bool:
@@ -81,12 +65,10 @@ def is_common(name: str, min_zipf: float = COMMON_ZIPF) -> bool:
 
     Pure numbers count as common; a name without any word is not natural.
     """
-    from wordfreq import zipf_frequency
-
-    words = _WORD.findall(name.casefold())
+    words = name_words(name)
     if not words:
         return False
-    return all(w.isdigit() or zipf_frequency(w, "en") >= min_zipf for w in words)
+    return all(w.isdigit() or word_zipf(w) >= min_zipf for w in words)
 
 
 def recall(

@@ -39,12 +39,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 
-from cta.context import singularise
 from cta.judge.decide import is_add_against, is_rpl, passes_add
 from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
 from cta.results import JudgeColumn, JudgePair
 from cta.settings import Settings
-from cta.words import column_words
+from cta.words import column_words, singular_phrase
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +94,7 @@ def load_pairs(shared: Path) -> tuple[list[dict[str, Any]], dict[str, list[Judge
             columns_of[table_id] = [
                 JudgeColumn(name=n, type=_type(t)) for n, t in header_type.items()
             ]
-            entity = singularise(entry["table_name_original"])
+            entity = singular_phrase(entry["table_name_original"])
             for column in sorted(entry["dict"]):
                 for name in entry["dict"][column]:
                     name = " ".join(str(name).split())
@@ -207,9 +206,12 @@ def training_overlap(model_dir: Path, pairs: Sequence[JudgePair]) -> set[int] | 
     manifest = json.loads(manifest_file.read_text())
     if "recipe" not in manifest:
         return None
+    from cta.training.settings import TrainingSettings
     from cta.training.train import build_training_data
 
-    settings = Settings.model_validate({**Settings().model_dump(), **manifest["recipe"]})
+    settings = TrainingSettings.model_validate(
+        {**TrainingSettings().model_dump(), **manifest["recipe"]}
+    )
     here = Path.cwd()
     os.chdir(ROOT)
     try:
@@ -242,7 +244,7 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
     for table in tables:
         words = table.name.split()
         short = 0 < len(words) <= settings.entity_name_max_words
-        entity = singularise(table.name) if short else table.entity.lower()
+        entity = singular_phrase(table.name) if short else table.entity.lower()
         columns = [JudgeColumn(name=c.name, type=c.type) for c in table.columns]
         for target, annotation in sorted(table.targets.items()):
             type_ = table.column_type(target)

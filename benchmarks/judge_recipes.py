@@ -95,10 +95,10 @@ def export(out: Path, recipe: Path, shared: Path, parts_wanted: list[str]) -> No
     sys.path.insert(0, str(ROOT))
     from benchmarks.judge_quality import load_pairs
     from cta.annotations import load_annotated_tables
-    from cta.context import singularise
     from cta.judge.nli import render
     from cta.training.recipe import recipe_settings
     from cta.training.train import build_training_data
+    from cta.words import singular_phrase
 
     texts: dict[str, int] = {}
 
@@ -137,7 +137,7 @@ def export(out: Path, recipe: Path, shared: Path, parts_wanted: list[str]) -> No
     rows = []
     for table in load_annotated_tables(settings.resolved_annotations_dir(), "dev"):
         words = table.name.split()
-        entity = singularise(table.name) if 0 < len(words) <= 3 else table.entity.lower()
+        entity = singular_phrase(table.name) if 0 < len(words) <= 3 else table.entity.lower()
         for target, annotation in sorted(table.targets.items()):
             type_ = table.column_type(target).value
             t = render(template, entity, target, type_)

@@ -27,7 +27,7 @@ import numpy as np
 
 from cta.settings import Settings
 from cta.wordnet import load_wordnet
-from retriever.lexicon import name_words
+from cta.words import name_words
 from retriever.rerank import KeyedVectorsReranker, load_vectors
 from retriever.vectors import build_default_vectors, build_glove_retrofit
 

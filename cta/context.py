@@ -17,7 +17,7 @@ import numpy as np
 from cta.components import EntailmentModel
 from cta.results import EntitySource
 from cta.table import Table
-from cta.words import split_name
+from cta.words import singular_phrase
 
 # 48 classes adapted from Few-NERD's 66 fine-grained types: the eight coarse types are kept as
 # general classes, fine types that rarely head a table (god, astronomy thing, …) are dropped and
@@ -82,25 +82,6 @@ ENTITY_CLASSES: tuple[str, ...] = (
 )
 
 DEFAULT_ENTITY_HYPOTHESIS = "This table is about {entity}."
-
-def singularise(name: str) -> str:
-    """The entity a table name stands for: words of the name with the last one made singular.
-
-    ``"singers"`` → ``"singer"``, ``"Breeds"`` → ``"breed"``, ``"Treatment_Types"`` →
-    ``"treatment type"``. Only alphabetic last words are touched (``"line 1"`` stays).
-    """
-    from lemminflect import getLemma
-
-    words = split_name(name)
-    if not words:
-        return ""
-    last = words[-1]
-    if last.isalpha():
-        # lemminflect's first noun lemma: regular and irregular plurals (cities, children).
-        lemmas = getLemma(last, upos="NOUN")
-        if lemmas:
-            words[-1] = lemmas[0]
-    return " ".join(words)
 
 
 def table_premise(table: Table, seed: int = 0) -> str:
@@ -187,7 +168,7 @@ def primary_entity(
     given = (table.primary_entity or "").strip()
     if given:
         return given, "given"
-    from_name = singularise(table.name) if use_name and table.name else ""
+    from_name = singular_phrase(table.name) if use_name and table.name else ""
     names_a_thing = any(ch.isalpha() for ch in from_name) and (
         max_name_words is None or len(from_name.split()) <= max_name_words
     )

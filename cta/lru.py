@@ -1,15 +1,17 @@
 """One bounded, thread-safe least-recently-used map, read and written a batch at a time.
 
 The judge's scores, its model's entity-prediction logits, the pair encoder's token ids and
-the evaluation's query results are all kept in one of these.
+the evaluation's query results are all kept in one of these. The eviction itself is
+:class:`cachetools.LRUCache`'s; this adds the lock and the batch reads and writes.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache as _LRU
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -22,7 +24,7 @@ class LRUCache(Generic[K, V]):
         if size < 0:
             raise ValueError("an LRU cache size must be ≥ 0")
         self.size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._items: _LRU[K, V] = _LRU(maxsize=max(size, 1))
         self._lock = threading.Lock()
 
     def get_many(self, keys: Iterable[K]) -> dict[K, V]:
@@ -31,8 +33,7 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             for key in keys:
                 if key in self._items:
-                    self._items.move_to_end(key)
-                    found[key] = self._items[key]
+                    found[key] = self._items[key]  # a read marks it used
         return found
 
     def put_many(self, items: Iterable[tuple[K, V]]) -> None:
@@ -42,9 +43,6 @@ class LRUCache(Generic[K, V]):
         with self._lock:
             for key, value in items:
                 self._items[key] = value
-                self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:

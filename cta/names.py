@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Literal
 
 from cta.table import ColumnType
-from cta.words import camel_parts, name_words, word_spans
+from cta.words import camel_parts, lemmas, name_words, word_zipf
 
 __all__ = [
     "NameStyle",
@@ -31,19 +31,9 @@ __all__ = [
     "is_natural_name",
     "name_problem",
     "name_type",
-    "name_words",
     "restyle",
     "table_style",
-    "word_spans",
-    "word_zipf",
 ]
-
-@lru_cache(maxsize=200_000)
-def word_zipf(word: str) -> float:
-    """wordfreq Zipf frequency of an English word (0 for unknown words)."""
-    from wordfreq import zipf_frequency
-
-    return float(zipf_frequency(word, "en"))
 
 
 def humanise(name: str) -> str:
@@ -325,12 +315,10 @@ def head_index(words: list[str]) -> int:
 @lru_cache(maxsize=20_000)
 def _is_participle(word: str) -> bool:
     """``joined``, ``founded``; not ``seed``, ``speed``, ``red`` (their own verb lemma)."""
-    from lemminflect import getLemma
-
     if not word.endswith("ed") or len(word) < 5:
         return False
-    lemmas = getLemma(word, upos="VERB")
-    return bool(lemmas) and lemmas[0] != word
+    found = lemmas(word, "VERB")
+    return bool(found) and found[0] != word
 
 
 def name_type(name: str) -> ColumnType | None:

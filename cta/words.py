@@ -13,20 +13,34 @@ three granularities, each for one use:
   change, punctuation stays, so corpus headers, user columns and training texts look alike.
 * :func:`name_words` / :func:`word_spans` — words to look up (word vectors, WordNet,
   frequencies): every run of letters or of digits is a word (``ISBN10`` → isbn, 10).
+
+And what a word is in English, for every stage that asks: :func:`singular` (a noun's
+singular), :func:`singular_phrase` (the entity a table name stands for), :func:`lemma` (a
+word's dictionary form, nouns first) and :func:`word_zipf` (how common it is). The
+lemmatiser (lemminflect) and the frequency list (wordfreq) are loaded on first use.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = [
     "CAMEL",
     "camel_parts",
     "column_words",
+    "inflect",
+    "inflections",
+    "lemma",
+    "lemma_words",
+    "lemmas",
     "name_key",
     "name_words",
+    "singular",
+    "singular_phrase",
     "split_name",
     "word_spans",
+    "word_zipf",
 ]
 
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
@@ -89,3 +103,79 @@ def word_spans(name: str) -> list[tuple[int, int]]:
 def name_words(name: str) -> list[str]:
     """Lowercase words of a column name: ``"firstName"``, ``"first_name"`` → ``["first", "name"]``."""
     return [name[a:b].lower() for a, b in word_spans(name)]
+
+
+@lru_cache(maxsize=200_000)
+def lemmas(word: str, upos: str) -> tuple[str, ...]:
+    """lemminflect's lemmas of ``word`` as the part of speech ``upos`` (``"NOUN"``,
+    ``"VERB"``…), best first; none for a word it cannot read that way."""
+    from lemminflect import getLemma
+
+    return tuple(getLemma(word, upos=upos))
+
+
+@lru_cache(maxsize=200_000)
+def inflect(word: str, tag: str) -> tuple[str, ...]:
+    """lemminflect's forms of ``word`` for the Penn tag ``tag`` (``"NNS"``: ``author`` →
+    authors; ``"VBD"``: ``come`` → came)."""
+    from lemminflect import getInflection
+
+    return tuple(getInflection(word, tag=tag))
+
+
+def inflections(word: str) -> dict[str, tuple[str, ...]]:
+    """Every inflected form of a lemma, by Penn tag (lemminflect's table)."""
+    from lemminflect import getAllInflections
+
+    return {tag: tuple(forms) for tag, forms in getAllInflections(word).items()}
+
+
+@lru_cache(maxsize=200_000)
+def singular(word: str) -> str:
+    """A noun's singular, lower-cased: lemminflect's first noun lemma (``cities`` → city,
+    ``children`` → child, ``Players`` → player); a word it does not know stays as it is,
+    lower-cased (``status``, ``people``, ``series``)."""
+    found = lemmas(word, "NOUN")
+    return (found[0] if found else word).lower()
+
+
+def singular_phrase(name: str) -> str:
+    """The entity a table name stands for: words of the name with the last one made singular.
+
+    ``"singers"`` → ``"singer"``, ``"Breeds"`` → ``"breed"``, ``"Treatment_Types"`` →
+    ``"treatment type"``. Only alphabetic last words are touched (``"line 1"`` stays).
+    """
+    words = split_name(name)
+    if not words:
+        return ""
+    if words[-1].isalpha():
+        words[-1] = singular(words[-1])
+    return " ".join(words)
+
+
+@lru_cache(maxsize=200_000)
+def lemma(word: str) -> str:
+    """A word's dictionary form, the noun's first, then the verb's, adjective's or adverb's
+    (``matches`` → match, ``written`` → write); a word lemminflect does not know stays."""
+    from lemminflect import getAllLemmas
+
+    found = getAllLemmas(word)
+    for pos in ("NOUN", "VERB", "ADJ", "ADV"):
+        if found.get(pos):
+            return str(found[pos][0])
+    return word
+
+
+def lemma_words(text: str) -> list[str]:
+    """The dictionary forms of the words of a name or a question, lower-cased
+    (``"writtenBy"``, ``"written_by"`` → ``["write", "by"]``): words as :func:`name_words`
+    splits them, each through :func:`lemma`."""
+    return [lemma(w) for w in name_words(text)]
+
+
+@lru_cache(maxsize=200_000)
+def word_zipf(word: str) -> float:
+    """wordfreq's Zipf frequency of an English word (0 for a word it does not know)."""
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, "en"))

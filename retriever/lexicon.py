@@ -32,39 +32,25 @@ dropped; the words kept from the original name are not checked.
 
 from __future__ import annotations
 
-import hashlib
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from cta.components import ColumnContext
-from cta.names import (
-    head_index,
-    humanise,
-    is_natural_name,
-    name_words,
-    word_spans,
-    word_zipf,
-)
+from cta.names import head_index
 from cta.registry import register
 from cta.results import Candidate
+from cta.seeding import rng_for_key
 from cta.settings import Settings
 from cta.table import ColumnType
 from cta.wordnet import load_wordnet
+from cta.words import inflect, name_words, word_spans, word_zipf
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
 
-__all__ = [
-    "WordNetReplacer",
-    "humanise",
-    "is_natural_name",
-    "name_words",
-    "word_spans",
-    "word_zipf",
-]
+__all__ = ["WordNetReplacer"]
 
 _MIN_REPLACEABLE_LENGTH = 3
 _NUMBER_WORDS = frozenset(
@@ -102,12 +88,6 @@ class SenseChoice:
     head: bool = True
     lexnames: frozenset[str] = frozenset()
     max_senses: int | None = None
-
-
-def _stable_rng(seed: int, column: str) -> random.Random:
-    """A random stream that depends only on ``(seed, column)`` (never on ``hash()``)."""
-    digest = hashlib.sha256(f"{seed}\x1f{column}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 class WordNetReplacer:
@@ -254,26 +234,22 @@ class WordNetReplacer:
 
         ``None`` when the inflection cannot be told (then no synonym could keep it).
         """
-        from lemminflect import getInflection
-
         if word in lemmas:
             return word, None
         for lemma in lemmas:
             for tag in _INFLECTION_TAGS[pos]:
-                if word in getInflection(lemma, tag):
+                if word in inflect(lemma, tag):
                     return lemma, tag
         return None
 
     def _inflected(self, words: list[str], pos: str, tag: str | None) -> list[str] | None:
         """``words`` with the inflection applied, or ``None`` if impossible, numeric or rare."""
-        from lemminflect import getInflection
-
         if any(ch.isdigit() for w in words for ch in w) or any(w in _NUMBER_WORDS for w in words):
             return None  # "nine" (a baseball club) is no name for a club column
         if tag is not None:
             # English inflects a noun phrase's last word, a phrasal verb's first.
             at = 0 if pos == "v" else len(words) - 1
-            forms = getInflection(words[at], tag)
+            forms = inflect(words[at], tag)
             if not forms:
                 return None
             words = [*words[:at], forms[0], *words[at + 1 :]]
@@ -316,7 +292,9 @@ class WordNetReplacer:
         if not choices:
             return []
 
-        rng = _stable_rng(seed, column)
+        # This key form predates cta.seeding's JSON keys; kept, so the dictionary's streams
+        # (and every golden) stay as they were.
+        rng = rng_for_key(f"{seed}\x1f{column}")
         seen: set[str] = set()
         found: list[Candidate] = []
         repeats = 0

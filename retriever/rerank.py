@@ -25,7 +25,7 @@ from gensim.models import KeyedVectors
 
 from cta.registry import register
 from cta.settings import Settings
-from retriever.lexicon import name_words
+from cta.words import name_words
 
 __all__ = [
     "KeyedVectorsReranker",

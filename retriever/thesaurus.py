@@ -24,7 +24,7 @@ from cta.registry import register
 from cta.results import Candidate
 from cta.settings import Settings
 from cta.table import ColumnType
-from cta.words import name_key
+from cta.words import inflect, lemmas, name_key, singular
 
 __all__ = ["ThesaurusSource", "name_variants"]
 
@@ -32,9 +32,7 @@ __all__ = ["ThesaurusSource", "name_variants"]
 @lru_cache(maxsize=50_000)
 def _number_forms(word: str) -> tuple[str, ...]:
     """The singular and plural of a noun (``author`` ↔ ``authors``), the word itself excluded."""
-    from lemminflect import getInflection, getLemma
-
-    forms = [*getLemma(word, upos="NOUN"), *getInflection(word, "NNS")]
+    forms = [*lemmas(word, "NOUN"), *inflect(word, "NNS")]
     return tuple(dict.fromkeys(f.lower() for f in forms if f.lower() != word))
 
 
@@ -53,7 +51,7 @@ def name_variants(name: str, entity: str | None = None) -> Iterator[str]:
     if entity_words and len(words) > len(entity_words):
         for n in (len(entity_words), 1):
             head = words[:n]
-            if [_singular(w) for w in head] == [_singular(w) for w in entity_words[:n]]:
+            if [singular(w) for w in head] == [singular(w) for w in entity_words[:n]]:
                 keys.append(" ".join(words[n:]))
                 break
     for base in keys:
@@ -62,13 +60,6 @@ def name_variants(name: str, entity: str | None = None) -> Iterator[str]:
             if variant not in seen:
                 seen.add(variant)
                 yield variant
-
-
-def _singular(word: str) -> str:
-    from lemminflect import getLemma
-
-    lemmas = getLemma(word, upos="NOUN")
-    return lemmas[0].lower() if lemmas else word
 
 
 class ThesaurusSource:

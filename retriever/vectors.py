@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from cta.settings import Settings
 from cta.wordnet import load_wordnet
-from retriever.lexicon import name_words
+from cta.words import name_words
 from retriever.rerank import VectorsMissingError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """What the dataset, evaluation and family tests share.
 
 * :func:`spider_entry` — a ``tables.json`` entry written one line per table, natural names
-  the identifier's words as :func:`cta.names.name_words` splits them unless given;
+  the identifier's words as :func:`cta.words.name_words` splits them unless given;
 * :func:`name_proposer` — a stand-in for the pipeline's ``perturb_many``: RPL/ADD names
   looked up in a table, in the pipeline's answer shape, each scored at the settings'
   thresholds and kept only when the real decision rule (:mod:`cta.judge.decide`) keeps it;
@@ -24,10 +24,10 @@ from cta.apply.verify import verify_query
 from cta.families.base import DbEdit, FamilyContext, materialise_edit, rewrite_for, usage_of
 from cta.formats.spider import natural_tables, spider_schema
 from cta.judge.decide import is_rpl, passes_add
-from cta.names import name_words
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.settings import Settings
 from cta.table import Column, Table
+from cta.words import name_words
 
 Names = Mapping[str, tuple[list[str], list[str]]]
 """Natural column (or table) name, lower case → (RPL names, ADD names)."""

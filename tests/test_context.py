@@ -13,11 +13,10 @@ from cta.context import (
     ENTITY_CLASSES,
     predict_entity,
     primary_entity,
-    singularise,
     table_premise,
 )
 from cta.table import Column, ColumnType, Table
-from cta.words import split_name
+from cta.words import singular_phrase, split_name
 
 
 class KeywordModel:
@@ -71,8 +70,8 @@ def test_split_name(name: str, words: list[str]) -> None:
         ("", ""),
     ],
 )
-def test_singularise(name: str, entity: str) -> None:
-    assert singularise(name) == entity
+def test_a_table_name_gives_its_entity(name: str, entity: str) -> None:
+    assert singular_phrase(name) == entity
 
 
 def test_entity_classes_are_48_distinct_few_nerd_types() -> None:

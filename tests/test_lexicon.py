@@ -17,7 +17,8 @@ from cta.components import ColumnContext, DictionaryReplacer, NameEquivalence
 from cta.settings import Settings
 from cta.table import ColumnType
 from cta.wordnet import WordNetMissingError, load_wordnet
-from retriever.lexicon import WordNetReplacer, name_words, word_spans
+from cta.words import name_words, word_spans
+from retriever.lexicon import WordNetReplacer
 
 
 @pytest.fixture(scope="module")
@@ -216,13 +217,13 @@ def test_multi_word_synonyms_follow_the_column_style(home: Path) -> None:
     ],
 )
 def test_natural_names_are_common_english_words(name: str, natural: bool) -> None:
-    from retriever.lexicon import is_natural_name
+    from cta.names import is_natural_name
 
     assert is_natural_name(name, 3.0) is natural
 
 
 def test_humanise_writes_code_style_headers_as_words() -> None:
-    from retriever.lexicon import humanise
+    from cta.names import humanise
 
     assert humanise("SalePrice") == "sale price"
     assert humanise("piecesOfMailPerCap") == "pieces of mail per cap"

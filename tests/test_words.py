@@ -1,11 +1,24 @@
-"""One name-normalisation module: its granularities agree where they should."""
+"""The one language module: its granularities agree where they should, and nothing else\nlemmatises, counts word frequencies or splits camelCase; seeded streams."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from cta import context, names, table
-from cta.words import column_words, name_key, name_words, split_name
+from cta.seeding import rng_for_key, seeded_rng
+from cta.words import (
+    column_words,
+    inflect,
+    inflections,
+    lemma_words,
+    name_key,
+    name_words,
+    singular,
+    split_name,
+    word_zipf,
+)
 
 PLAIN = ["HTTPServer", "firstName", "first_name", "First Name", "StuID", "iPhone", "Q1Sales"]
 
@@ -35,8 +48,52 @@ def test_punctuation_is_kept_by_the_key_and_dropped_by_the_split() -> None:
     assert column_words("e-mail") == "e-mail" and name_key("e-mail") == "e mail"
 
 
-def test_no_other_module_defines_its_own() -> None:
-    """The older homes only re-export the one implementation."""
-    assert table.name_key is name_key
-    assert context.split_name is split_name
-    assert names.name_words is name_words
+# What only the language module may call: the lemmatiser, the frequency list, and a camelCase
+# split of its own (a look-ahead for a capital).
+LANGUAGE_ONLY = re.compile(r"^\s*(from|import) (lemminflect|wordfreq)\b|\(\?=\[A-Z\]\)", re.M)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_language_module_is_the_only_home() -> None:
+    """No module but cta/words.py lemmatises, counts word frequencies or splits camelCase its
+    own way (the language module's functions are used everywhere else)."""
+    sources = [
+        path
+        for package in ("cta", "retriever", "service", "benchmarks")
+        for path in sorted((ROOT / package).rglob("*.py"))
+    ]
+    assert len(sources) > 100
+    found = [
+        f"{path.relative_to(ROOT)}: {match.group(0).strip()}"
+        for path in sources
+        if path != ROOT / "cta" / "words.py"
+        for match in LANGUAGE_ONLY.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
+    assert LANGUAGE_ONLY.search((ROOT / "cta" / "words.py").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("word", "one"),
+    [("cities", "city"), ("children", "child"), ("Players", "player"), ("status", "status"),
+     ("people", "people"), ("actresses", "actress"), ("series", "series")],
+)  # fmt: skip
+def test_singular(word: str, one: str) -> None:
+    assert singular(word) == one
+
+
+def test_lemma_words_split_like_names_and_lemmatise() -> None:
+    assert lemma_words("writtenBy") == lemma_words("written_by") == ["write", "by"]
+    assert lemma_words("HTTPServers") == ["http", "server"]
+    assert inflect("author", "NNS") == ("authors",)
+    assert "came" in inflections("come")["VBD"]
+    assert word_zipf("the") > 7 > word_zipf("qzxv") == 0
+
+
+def test_a_seeded_stream_depends_only_on_its_key() -> None:
+    first = [seeded_rng(0, "books", "title").random() for _ in range(2)]
+    assert first[0] == first[1]
+    assert seeded_rng(0, "books", "title").random() != seeded_rng(1, "books", "title").random()
+    # The JSON key keeps parts apart that a plain join would merge.
+    assert seeded_rng("a b", "c").random() != seeded_rng("a", "b c").random()
+    assert rng_for_key("k").random() == rng_for_key("k").random()

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from cta.apply.identifiers import SQLITE_KEYWORDS, quote_identifier, sqlite_fold
-from cta.apply.sample import seeded_rng
 from cta.apply.values import added_column_values, generate_value
+from cta.seeding import seeded_rng
 from cta.table import ColumnType, ForeignKey, ProblemError
 
 __all__ = [

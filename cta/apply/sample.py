@@ -29,8 +29,6 @@ databases between questions of one database.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Sequence
 from typing import Literal
@@ -39,17 +37,12 @@ from cta.apply.identifiers import identifier_style, sql_identifier
 from cta.apply.values import added_column_values
 from cta.names import NameStyle
 from cta.results import Decision, Kind, PerturbationResult, PerturbedTable
+from cta.seeding import seeded_rng
 from cta.table import Column, ForeignKey, Table
 
-__all__ = ["ValueMode", "candidate_pools", "sample_perturbations", "seeded_rng"]
+__all__ = ["ValueMode", "candidate_pools", "sample_perturbations"]
 
 ValueMode = Literal["generate", "null"]
-
-
-def seeded_rng(*parts: str | int) -> random.Random:
-    """A ``random.Random`` seeded from a SHA-256 digest of ``parts`` (stable across processes)."""
-    digest = hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
 
 
 def _fold(name: str) -> str:

@@ -17,7 +17,6 @@ the model-free part of ADVETA's schema-linking analysis (paper Table 4).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -25,14 +24,13 @@ from functools import lru_cache
 from typing import Literal
 
 from cta.evaluation.schema import SpiderSchema
+from cta.words import lemma_words
 
-__all__ = ["LinkCounts", "SchemaLinks", "link_schema", "name_words", "words"]
+__all__ = ["LinkCounts", "SchemaLinks", "link_schema", "name_lemmas"]
 
 Strength = Literal["exact", "fuzzy", "partial"]
 RANK: dict[str, int] = {"exact": 3, "fuzzy": 2, "partial": 1}
 FUZZY_RATIO = 0.8
-_WORD = re.compile(r"[a-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 # Function words and question words a partial match must not rest on.
 STOPWORDS = frozenset(
     """a an the of in on at to for from by with and or not no is are was were be been
@@ -43,23 +41,9 @@ STOPWORDS = frozenset(
 
 
 @lru_cache(maxsize=200_000)
-def _lemma(word: str) -> str:
-    from lemminflect import getAllLemmas
-
-    lemmas = getAllLemmas(word)
-    for pos in ("NOUN", "VERB", "ADJ", "ADV"):
-        if lemmas.get(pos):
-            return str(lemmas[pos][0])
-    return word
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased lemmas of the words of ``text`` (camelCase and snake_case split)."""
-    return [_lemma(w) for w in _WORD.findall(_CAMEL.sub(" ", text).lower())]
-
-
-def name_words(name: str) -> tuple[str, ...]:
-    return tuple(words(name))
+def name_lemmas(name: str) -> tuple[str, ...]:
+    """The lemmas of a schema name, kept (names are linked against every question)."""
+    return tuple(lemma_words(name))
 
 
 @lru_cache(maxsize=200_000)
@@ -113,16 +97,16 @@ class SchemaLinks:
 
 def link_schema(question: str, schema: SpiderSchema) -> SchemaLinks:
     """Link ``question`` to the tables and columns of ``schema`` (``*`` never linked)."""
-    q = tuple(words(question))
+    q = tuple(lemma_words(question))
     links = SchemaLinks(question=q)
     for i, column in enumerate(schema.columns):
         if column.table < 0:
             continue
-        found = _match(q, name_words(column.name))
+        found = _match(q, name_lemmas(column.name))
         if found is not None:
             links.columns[i], links.column_spans[i] = found
     for t, name in enumerate(schema.table_names):
-        found = _match(q, name_words(name))
+        found = _match(q, name_lemmas(name))
         if found is not None:
             links.tables[t], links.table_spans[t] = found
     return links

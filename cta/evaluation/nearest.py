@@ -38,11 +38,12 @@ from sqlglot import exp
 from cta.apply.database import quote_identifier
 from cta.apply.verify import ExecutionError, execute
 from cta.evaluation.exact_match import UnsupportedSql, bind
-from cta.evaluation.linking import SchemaLinks, link_schema, name_words, words
+from cta.evaluation.linking import SchemaLinks, link_schema, name_lemmas
 from cta.evaluation.predictions import Prediction
 from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.sets import EvalDirectory, Question, question_text
 from cta.formats.spider_grammar import spider_sql
+from cta.words import lemma_words
 
 __all__ = ["NearestTrain"]
 
@@ -54,7 +55,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 def _similarity(a: str, b: str) -> float:
     """Name resemblance in [0, 1]: word overlap and character similarity of lemmas."""
-    wa, wb = set(name_words(a)), set(name_words(b))
+    wa, wb = set(name_lemmas(a)), set(name_lemmas(b))
     if not wa or not wb:
         return 0.0
     jaccard = len(wa & wb) / len(wa | wb)
@@ -65,14 +66,14 @@ def _similarity(a: str, b: str) -> float:
 def _mask_values(question: str, schema: SpiderSchema) -> str:
     """Quoted strings, numbers and capitalised words naming nothing in the schema → ``value``."""
     schema_words = {
-        w for name in (*schema.table_names, *(c.name for c in schema.columns)) for w in words(name)
+        w for name in (*schema.table_names, *(c.name for c in schema.columns)) for w in lemma_words(name)
     }
     text = _QUOTED.sub(" value ", question)
     text = _NUMBER.sub(" value ", text)
 
     def capitalised(match: re.Match[str]) -> str:
         span = match.group(1)
-        return span if set(words(span)) & schema_words else "value"
+        return span if set(lemma_words(span)) & schema_words else "value"
 
     return _CAPITALISED.sub(capitalised, text)
 

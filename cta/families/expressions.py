@@ -56,11 +56,11 @@ from cta.apply.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.apply.sample import seeded_rng
 from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable
 from cta.families.naming import _identifier
-from cta.names import name_words
+from cta.seeding import seeded_rng
 from cta.table import ColumnType
+from cta.words import name_words, singular
 
 __all__ = [
     "REFERENCE_YEAR",
@@ -191,16 +191,6 @@ def _words(natural: str) -> list[str]:
     return [w.lower() for w in name_words(natural)]
 
 
-def _singular(word: str) -> str:
-    if word == "people":
-        return "person"
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
-        return word[:-1]
-    return word
-
-
 def _person_name(ctx: FamilyContext, table: SqlTable, column: SqlColumn) -> bool:
     """Does the natural name say the column holds a person's (full) name?"""
     words = _words(ctx.natural(table.name, column.name))
@@ -208,10 +198,10 @@ def _person_name(ctx: FamilyContext, table: SqlTable, column: SqlColumn) -> bool
         return False
     if words in (["full", "name"], ["person", "name"], ["people", "name"]):
         return True
-    if len(words) == 2 and _singular(words[0]) in PERSON_WORDS:
+    if len(words) == 2 and singular(words[0]) in PERSON_WORDS:
         return True
     if words == ["name"]:
-        return any(_singular(w) in PERSON_WORDS for w in _words(ctx.natural(table.name)))
+        return any(singular(w) in PERSON_WORDS for w in _words(ctx.natural(table.name)))
     return False
 
 

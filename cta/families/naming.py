@@ -26,11 +26,12 @@ from cta.apply.database import (
     sqlite_fold,
 )
 from cta.apply.identifiers import identifier_style, sql_identifier
-from cta.apply.sample import candidate_pools, seeded_rng
+from cta.apply.sample import candidate_pools
 from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable, carried_origin
-from cta.names import name_words
 from cta.results import PerturbationResult
+from cta.seeding import seeded_rng
 from cta.table import Column, ColumnType, Table
+from cta.words import name_words
 
 __all__ = [
     "ABBREVIATIONS",

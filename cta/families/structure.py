@@ -19,8 +19,8 @@ from cta.apply.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.apply.sample import seeded_rng
 from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable
+from cta.seeding import seeded_rng
 from cta.table import ForeignKey
 
 __all__ = ["Normalise", "OpaqueKeys", "RemoveColumn", "Shuffle"]

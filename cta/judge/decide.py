@@ -19,7 +19,7 @@ from typing import Literal
 from cta.names import MAX_ADD_WORDS, head_index
 from cta.results import JudgeScore, Verdict
 from cta.settings import Settings
-from cta.words import name_key
+from cta.words import lemmas, name_key, singular
 
 Aggregation = Literal["min", "max", "mean"]
 
@@ -304,10 +304,8 @@ def _same_event_time(cand: tuple[str, ...], col: tuple[str, ...]) -> bool:
 @lru_cache(maxsize=20_000)
 def _base(word: str) -> str:
     """A word's verb lemma (``joined`` → ``join``), else the word."""
-    from lemminflect import getLemma
-
-    lemmas = getLemma(word, upos="VERB") if word.isalpha() else ()
-    return lemmas[0].lower() if lemmas else word
+    found = lemmas(word, "VERB") if word.isalpha() else ()
+    return found[0].lower() if found else word
 
 
 def _holds_head(longer: tuple[str, ...], part: tuple[str, ...]) -> bool:
@@ -321,12 +319,7 @@ def _holds_head(longer: tuple[str, ...], part: tuple[str, ...]) -> bool:
 def _words(name: str) -> tuple[str, ...]:
     """Words of a name for comparison: :func:`name_key` words, nouns made singular, and a
     short ``of`` post-modifier put in front (``date of birth`` → ``birth date``)."""
-    from lemminflect import getLemma
-
-    out = []
-    for word in name_key(name).split():
-        lemmas = getLemma(word, upos="NOUN") if word.isalpha() else ()
-        out.append(lemmas[0].lower() if lemmas else word)
+    out = [singular(w) if w.isalpha() else w for w in name_key(name).split()]
     if out.count("of") == 1 and 0 < out.index("of") < len(out) - 1:
         at = out.index("of")
         head, modifier = out[:at], out[at + 1 :]

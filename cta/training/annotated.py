@@ -32,10 +32,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cta.annotations import AnnotatedTable, ThesaurusEntry
-from cta.context import singularise
 from cta.table import ColumnType
 from cta.training.supervision import Example, Label, LabelScheme, scheme_label, unordered
-from cta.words import column_words
+from cta.words import column_words, singular_phrase
 
 EntityContext = Literal["annotated", "table-name", "both"]
 
@@ -164,7 +163,7 @@ def annotated_text_labels(examples: Sequence[Example]) -> dict[tuple[str, str], 
 
 def _contexts(table: AnnotatedTable, context: EntityContext) -> list[str | None]:
     annotated = table.entity.strip().lower() or None
-    named = singularise(table.name) if table.name.strip() else None
+    named = singular_phrase(table.name) if table.name.strip() else None
     if context == "annotated":
         return [annotated]
     if context == "table-name":

@@ -47,11 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from cta.context import DEFAULT_ENTITY_HYPOTHESIS, singularise, table_premise
+from cta.context import DEFAULT_ENTITY_HYPOTHESIS, table_premise
 from cta.formats.tables import spider_column_type
 from cta.judge.nli import render
 from cta.table import ColumnType, Table
-from cta.words import split_name
+from cta.words import inflect, inflections, singular_phrase, split_name, word_zipf
 from retriever.corpus import CorpusSpec, iter_corpus
 
 if TYPE_CHECKING:
@@ -476,18 +476,11 @@ class Lexicon:
         self._memo: dict[tuple[str, str], list[str]] = {}
         self._synsets: dict[str, list[Synset]] = {}
         self._senses: dict[str, list[Synset]] = {}
-        self._zipf: dict[str, float] = {}
         self._short_forms = frozenset(s for forms in ABBREVIATIONS.values() for s in forms)
 
     # words --------------------------------------------------------------------------------
     def zipf(self, word: str) -> float:
-        value = self._zipf.get(word)
-        if value is None:
-            from wordfreq import zipf_frequency  # deferred: a slow import, needed on first use
-
-            value = zipf_frequency(word, "en")
-            self._zipf[word] = value
-        return value
+        return word_zipf(word)
 
     def known(self, word: str) -> bool:
         """A dictionary word, not a code: schema abbreviations such as ``tl`` or ``rbi`` fail."""
@@ -699,14 +692,12 @@ class Lexicon:
 
     def inflect_like(self, surface: str, replacement: str) -> str:
         """``replacement`` in the inflection of ``surface`` (tickets → coupons, arrived → came)."""
-        from lemminflect import getAllInflections, getInflection  # deferred: a slow import
-
         base = self.base(surface)
         if base == surface or " " in replacement or " " in surface:
             return replacement
-        for tag, forms in sorted(getAllInflections(base).items()):
+        for tag, forms in sorted(inflections(base).items()):
             if surface in forms:
-                inflected = getInflection(replacement, tag=tag)
+                inflected = inflect(replacement, tag)
                 if inflected:
                     return str(inflected[0])
         return replacement
@@ -751,7 +742,7 @@ def table_entity(table: Table, lexicon: Lexicon) -> str | None:
             continue
         if not all(_common_word(w, lexicon) for w in words):
             continue
-        entity = singularise(" ".join(words))
+        entity = singular_phrase(" ".join(words))
         last = entity.split()[-1]
         if last not in _NOT_ENTITY and lexicon.wn.synsets(last, pos="n"):
             return entity
@@ -802,8 +793,8 @@ def question_synonym_pairs(
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op != "replace" or i2 - i1 > 3 or j2 - j1 > 4:
                 continue
-            old = tuple(singularise(w) for w in a[i1:i2])
-            new = tuple(singularise(w) for w in b[j1:j2])
+            old = tuple(singular_phrase(w) for w in a[i1:i2])
+            new = tuple(singular_phrase(w) for w in b[j1:j2])
             if (
                 old == new
                 or all(w in _STOP for w in old)
@@ -816,7 +807,7 @@ def question_synonym_pairs(
     pairs: set[QuestionPair] = set()
     for db_id, replacements in spans.items():
         entry = schemas[db_id]
-        tables = [singularise(" ".join(split_name(t))) for t in entry["table_names"]]
+        tables = [singular_phrase(" ".join(split_name(t))) for t in entry["table_names"]]
         for (t, name), spider_type in zip(
             entry["column_names"], entry["column_types"], strict=False
         ):
@@ -826,7 +817,7 @@ def question_synonym_pairs(
             if text is None:
                 continue
             words = text.split()
-            bases = [singularise(w) for w in words]
+            bases = [singular_phrase(w) for w in words]
             for old, new in replacements:
                 for i in range(len(bases) - len(old) + 1):
                     if tuple(bases[i : i + len(old)]) == old:
@@ -1034,8 +1025,6 @@ class _Builder:
         return self.renamed(table, column, new)
 
     def paraphrase(self) -> Pair | None:
-        from lemminflect import getInflection  # deferred: a slow import
-
         table, column = self.pick_column()
         words = column.text.split()
         new: str | None = None
@@ -1056,7 +1045,7 @@ class _Builder:
                 [f"is {column.text}", f"{column.text} yes or no", f"{column.text} or not"]
             )
         elif len(words) == 2 and words[1] == "count":
-            plural = getInflection(words[0], tag="NNS")
+            plural = inflect(words[0], "NNS")
             new = f"number of {plural[0] if plural else words[0]}"
         if new is None:
             return None
