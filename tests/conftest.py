@@ -138,8 +138,7 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from test_judge import tiny_checkpoint
 
     from cta import registry
-    from cta.settings import Settings
-    from cta.training import train_judge
+    from cta.training import TrainingSettings, train_judge
     from cta.wordnet import load_wordnet
     from retriever.index import build_corpus_index
     from retriever.vectors import build_glove_retrofit, save_vectors
@@ -147,7 +146,7 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("tiny")
     home = work / "home"
     # Judge training reads a tiny annotations directory (the real one trains for minutes).
-    settings = Settings(
+    settings = TrainingSettings(
         home=home,
         annotations_dir=write_tiny_annotations(work / "annotations"),
         judge_model=str(tiny_judge(home)),

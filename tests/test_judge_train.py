@@ -249,7 +249,7 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     from cta.cli.main import main
     from cta.judge import HFEntailmentModel
-    from cta.training import train_judge
+    from cta.training import TrainingSettings, train_judge
 
     corpus = tmp_path / "csv"
     corpus.mkdir()
@@ -259,7 +259,7 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         (corpus / f"{name}.csv").write_text(f"{header}\n{row}\n")
     base = tiny_checkpoint(tmp_path / "base", {0: "LABEL_0", 1: "LABEL_1"})
     annotations = write_tiny_annotations(tmp_path / "annotations")
-    settings = Settings(
+    settings = TrainingSettings(
         home=tmp_path / "home", annotations_dir=annotations, judge_train_batch_size=16
     )
     kwargs = dict(

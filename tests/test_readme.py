@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.settings import settings_table
+from cta.cli.configuration import settings_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -82,7 +82,9 @@ def test_configuration_table_is_current() -> None:
     page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     start = page.index("<!-- settings-table:start -->\n") + len("<!-- settings-table:start -->\n")
     end = page.index("<!-- settings-table:end -->")
-    assert page[start:end] == settings_table(), "regenerate with service.settings.settings_table()"
+    assert page[start:end] == settings_tables(), (
+        "regenerate with cta.cli.configuration.settings_tables()"
+    )
 
 
 def test_ci_runs_the_readme_commands() -> None:

@@ -48,7 +48,11 @@ def register(sub: Any) -> None:
     )
     build.add_argument("--recipe", help="YAML recipe of corpora (default: indexes/default.yaml)")
     build.add_argument("--out", help="index folder (default: the settings' index dir)")
-    build.add_argument("--encoder", choices=("minilm", "sentence-transformers", "tapas"))
+    build.add_argument(
+        "--encoder",
+        metavar="NAME",
+        help="registered table encoder: minilm, sentence-transformers, tapas… (CTA_ENCODER)",
+    )
     build.add_argument("--encoder-path", help="model folder/name for the encoder")
     build.add_argument("--kind", choices=("flat", "ivf", "hnsw"), help="FAISS index kind")
     build.add_argument("--batch-size", type=int, help="tables per encoder batch (default 32)")

@@ -29,9 +29,11 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
+from cta import registry
 from cta.cli._io import error
 from cta.judge.decide import DecisionRule
-from cta.judge.nli import BidirectionalJudge, JudgeError, load_judge
+from cta.judge.nli import JudgeError
+from cta.judge.protocol import Judge
 from cta.results import JudgePair
 from cta.settings import Settings, get_settings
 
@@ -56,7 +58,9 @@ def register(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--model", metavar="DIR", help="NLI checkpoint dir or hub name")
+    p.add_argument(
+        "--model", metavar="DIR", help="NLI checkpoint dir or hub name (CTA_JUDGE_MODEL)"
+    )
     p.add_argument("--batch-size", type=int, metavar="N", help="model batch size (default 64)")
     p.add_argument(
         "--fail-fast", action="store_true", help="stop at the first bad line (default: go on)"
@@ -133,7 +137,7 @@ class JudgeRun:
 
 def judge_lines(
     lines: Iterable[str],
-    judge: BidirectionalJudge,
+    judge: Judge,
     settings: Settings,
     out: TextIO,
     *,
@@ -171,7 +175,7 @@ def judge_lines(
 
 def _flush(
     pending: list[JudgePair | JudgeInputError],
-    judge: BidirectionalJudge,
+    judge: Judge,
     settings: Settings,
     out: TextIO,
 ) -> int:
@@ -196,11 +200,16 @@ def _run(args: argparse.Namespace) -> int:
         if args.batch_size < 1:
             return error("judge: --batch-size must be ≥ 1")
         settings = settings.model_copy(update={"judge_batch_size": args.batch_size})
+    if args.model is not None:
+        settings = settings.model_copy(update={"judge_model": args.model})
     from transformers.utils import logging as hf_logging  # deferred: heavy, only here
 
     hf_logging.disable_progress_bar()  # stderr is for errors here, not loading bars
     try:
-        judge = load_judge(settings, model_path=args.model)
+        # The judge CTA_JUDGE names, built as the pipeline builds it.
+        judge: Judge = registry.create("judge", settings.judge, settings)
+    except registry.UnknownComponentError as exc:
+        return error(f"judge: {exc}")
     except JudgeError as exc:
         error(f"judge: {exc}")
         return 1
@@ -223,8 +232,9 @@ def _train(args: argparse.Namespace) -> int:
     # deferred: training code (and its models) loads only for `cta judge train`
     from cta.training import train_judge
     from cta.training.recipe import RecipeError, recipe_settings
+    from cta.training.settings import TrainingSettings
 
-    settings = get_settings()
+    settings = TrainingSettings()  # the engine's settings and the judge_train_* recipe
     if args.recipe is not None:
         try:
             settings = recipe_settings(args.recipe, settings)

@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cta import registry
+
 if TYPE_CHECKING:
     from service.settings import ServiceSettings
 
@@ -117,6 +119,9 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if not args.pipeline:
+        # A component name no module registered stops here (one line), not in /readyz.
+        registry.check(settings)
     app = create_app(settings, load_factory(args.pipeline))
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
     return 0

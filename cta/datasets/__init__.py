@@ -30,7 +30,13 @@ from cta.datasets.base import (
     run_protocol,
     verify,
 )
-from cta.datasets.registry import FORMATS, dataset_format, perturb_dataset
+from cta.datasets.registry import (
+    FORMATS,
+    dataset_format,
+    perturb_dataset,
+    register_format,
+    unregister_format,
+)
 from cta.datasets.spider import (
     perturb_spider,
     perturb_spider_database,
@@ -57,8 +63,10 @@ __all__ = [
     "perturb_dataset",
     "perturb_spider",
     "perturb_spider_database",
+    "register_format",
     "run_protocol",
     "spider_database",
     "spider_inputs",
+    "unregister_format",
     "verify",
 ]

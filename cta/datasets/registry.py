@@ -15,10 +15,34 @@ from cta.datasets.wtq import WTQ
 from cta.families.naming import EquivalenceJudge
 from cta.table import InvalidTableError
 
-__all__ = ["FORMATS", "dataset_format", "perturb_dataset"]
+__all__ = [
+    "FORMATS",
+    "dataset_format",
+    "perturb_dataset",
+    "register_format",
+    "unregister_format",
+]
 
-FORMATS: dict[str, DatasetFormat[Any]] = {f.name: f for f in (SPIDER, WIKISQL, WTQ)}
-"""Every driver by its ``--format`` name."""
+FORMATS: dict[str, DatasetFormat[Any]] = {}
+"""Every driver by its ``--format`` name (:func:`register_format` adds one)."""
+
+
+def register_format(driver: DatasetFormat[Any]) -> None:
+    """Make a driver runnable by its ``name`` (:func:`perturb_dataset`, the service's dataset
+    jobs): one line beside the driver."""
+    if not driver.name:
+        raise ValueError("a dataset format needs a name")
+    FORMATS[driver.name] = driver
+
+
+def unregister_format(name: str) -> None:
+    """Forget a driver registered by :func:`register_format` (a plug-in's or a test's)."""
+    FORMATS.pop(name, None)
+
+
+register_format(SPIDER)
+register_format(WIKISQL)
+register_format(WTQ)
 
 
 def dataset_format(name: str) -> DatasetFormat[Any]:

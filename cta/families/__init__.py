@@ -27,6 +27,7 @@ question-synonym       Spider-Syn          schema words of the question → syno
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from cta.families.base import (
     FAMILY_KINDS,
@@ -64,6 +65,8 @@ __all__ = [
     "EquivalenceJudge",
     "Family",
     "FamilyContext",
+    "FamilyFactory",
+    "FamilyTools",
     "Flatten",
     "InsertColumn",
     "Normalise",
@@ -75,11 +78,61 @@ __all__ = [
     "TableRename",
     "Usage",
     "entry_of",
+    "family_kinds",
     "make_families",
     "materialise_edit",
+    "register_family",
     "rewrite_for",
+    "unregister_family",
     "usage_of",
 ]
+
+
+@dataclass(frozen=True)
+class FamilyTools:
+    """What a family may be built with: the pipeline's proposals (one memo shared by every
+    family of a run) and the judge's equivalence rule."""
+
+    proposals: Proposals
+    judge: EquivalenceJudge
+
+
+FamilyFactory = Callable[[FamilyTools], Family]
+"""Builds one family for a run."""
+
+_FAMILIES: dict[str, FamilyFactory] = {}
+
+
+def register_family(kind: str, factory: FamilyFactory) -> None:
+    """Make the family ``kind`` runnable by name (:func:`make_families`, the Spider driver,
+    :func:`cta.datasets.perturb_dataset`): one line beside the family's class."""
+    if kind in ("rpl", "add", "all", "original") or not kind:
+        raise ValueError(f"{kind!r} cannot name a family")
+    _FAMILIES[kind] = factory
+
+
+def unregister_family(kind: str) -> None:
+    """Forget a family registered by :func:`register_family` (a plug-in's or a test's)."""
+    _FAMILIES.pop(kind, None)
+
+
+def family_kinds() -> tuple[str, ...]:
+    """Every family that can run, in registration order (the seed papers' first)."""
+    return tuple(_FAMILIES)
+
+
+register_family("abbreviation", lambda tools: Abbreviation(tools.judge))
+register_family("content-equivalence", lambda tools: ContentEquivalence())
+register_family("shuffle", lambda tools: Shuffle())
+register_family("opaque-keys", lambda tools: OpaqueKeys())
+register_family("remove-column", lambda tools: RemoveColumn())
+register_family("normalise", lambda tools: Normalise())
+register_family("flatten", lambda tools: Flatten())
+register_family("insert-column", lambda tools: InsertColumn(tools.proposals))
+register_family("table-rename", lambda tools: TableRename(tools.proposals))
+register_family("column-split", lambda tools: ColumnSplit())
+register_family("column-merge", lambda tools: ColumnMerge())
+register_family("question-synonym", lambda tools: QuestionSynonym(tools.proposals))
 
 
 def make_families(
@@ -88,23 +141,8 @@ def make_families(
     judge: EquivalenceJudge,
 ) -> dict[str, Family]:
     """The families named by ``kinds``, sharing one memo of the pipeline's proposals."""
-    proposals = Proposals(proposer)
-
-    factories: dict[str, Callable[[], Family]] = {
-        "abbreviation": lambda: Abbreviation(judge),
-        "content-equivalence": ContentEquivalence,
-        "shuffle": Shuffle,
-        "opaque-keys": OpaqueKeys,
-        "remove-column": RemoveColumn,
-        "normalise": Normalise,
-        "flatten": Flatten,
-        "insert-column": lambda: InsertColumn(proposals),
-        "table-rename": lambda: TableRename(proposals),
-        "column-split": ColumnSplit,
-        "column-merge": ColumnMerge,
-        "question-synonym": lambda: QuestionSynonym(proposals),
-    }
-    unknown = [k for k in kinds if k not in factories]
+    unknown = [k for k in kinds if k not in _FAMILIES]
     if unknown:
         raise ValueError(f"unknown families: {', '.join(unknown)}")
-    return {k: factories[k]() for k in kinds}
+    tools = FamilyTools(Proposals(proposer), judge)
+    return {k: _FAMILIES[k](tools) for k in kinds}

@@ -4,7 +4,9 @@
   tables, a WordNet wrapper, the relation generators);
 * :mod:`cta.training.annotated` — supervision from the human annotations;
 * :mod:`cta.training.fit` — the fine-tuning loop;
-* :mod:`cta.training.train` — :func:`train_judge`, all of it put together.
+* :mod:`cta.training.train` — :func:`train_judge`, all of it put together;
+* :mod:`cta.training.settings` — :class:`TrainingSettings`, the engine's settings plus the
+  ``judge_train_*`` recipe (the serving settings carry no training knob).
 
 This package sits above the judge (:mod:`cta.judge`) and the candidate sources
 (:mod:`retriever`): it may import them, while nothing that serves requests imports it (the
@@ -12,6 +14,7 @@ server and the pipeline never load training code). Heavy libraries (torch, trans
 load only when a judge is trained.
 """
 
+from cta.training.settings import TrainingSettings
 from cta.training.train import train_judge
 
-__all__ = ["train_judge"]
+__all__ = ["TrainingSettings", "train_judge"]

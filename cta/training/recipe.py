@@ -1,5 +1,8 @@
 """A judge recipe file: the ``judge_train_*`` settings one judge was trained with.
 
+The keys are fields of :class:`~cta.training.settings.TrainingSettings`, by their names
+(``{"settings": {"judge_train_labels": "three-way", …}}``).
+
 ``models/judge.recipe.json`` names the shipped judge's recipe; ``cta judge train --recipe FILE``
 trains it again and :func:`source_hashes` hashes every source it reads, so that a
 change of training data without a retrain is caught (``tests/test_shipped_judge.py``). Paths in
@@ -13,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cta.settings import Settings
+from cta.training.settings import TrainingSettings
 
 RECIPE_KEYS_PREFIX = "judge_train_"
 
@@ -23,7 +26,8 @@ class RecipeError(ValueError):
 
 
 def load_recipe(path: Path) -> dict[str, Any]:
-    """The recipe's settings (``judge_train_*`` fields only), checked against :class:`Settings`."""
+    """The recipe's settings (``judge_train_*`` fields only), checked against
+    :class:`TrainingSettings`."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -32,18 +36,21 @@ def load_recipe(path: Path) -> dict[str, Any]:
     if not isinstance(values, dict):
         raise RecipeError(f"{path}: expected an object with a 'settings' object")
     unknown = sorted(
-        k for k in values if not k.startswith(RECIPE_KEYS_PREFIX) or k not in Settings.model_fields
+        k
+        for k in values
+        if not k.startswith(RECIPE_KEYS_PREFIX) or k not in TrainingSettings.model_fields
     )
     if unknown:
         raise RecipeError(f"{path}: not judge training settings: {', '.join(unknown)}")
     return values
 
 
-def recipe_settings(path: Path, base: Settings | None = None) -> Settings:
-    """``base`` (default: the environment's settings) with the recipe's values in force."""
+def recipe_settings(path: Path, base: TrainingSettings | None = None) -> TrainingSettings:
+    """``base`` (default: the environment's training settings) with the recipe's values in
+    force."""
     values = load_recipe(path)
-    settings = base or Settings()
-    return Settings.model_validate({**settings.model_dump(), **values})
+    settings = base or TrainingSettings()
+    return TrainingSettings.model_validate({**settings.model_dump(), **values})
 
 
 def file_sha256(path: Path) -> str:
@@ -59,7 +66,7 @@ def tree_sha256(root: Path, pattern: str = "*.csv") -> str:
     return digest.hexdigest()
 
 
-def source_hashes(settings: Settings) -> dict[str, str]:
+def source_hashes(settings: TrainingSettings) -> dict[str, str]:
     """sha256 per training source: a file's own, or one over a ``csv-dir``'s CSV files."""
     hashes: dict[str, str] = {}
     if settings.judge_train_annotations:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from cta.annotations import load_annotated_tables, load_thesaurus
-from cta.settings import Settings
 from cta.training.annotated import (
     AnnotationRecipe,
     annotated_text_labels,
@@ -36,6 +35,7 @@ from cta.training.fit import (
     new_classifier,
     resolve_precision,
 )
+from cta.training.settings import TrainingSettings
 from cta.training.supervision import (
     LABELS,
     Example,
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 MANIFEST = "judge_manifest.json"
 
 
-def default_base_model(settings: Settings) -> str:
+def default_base_model(settings: TrainingSettings) -> str:
     """The encoder to fine-tune: ``settings.judge_base_model`` or the shipped MiniLM."""
     if settings.judge_base_model:
         return settings.judge_base_model
@@ -70,7 +70,7 @@ class TrainingData:
 
 
 def build_training_data(
-    settings: Settings,
+    settings: TrainingSettings,
     *,
     max_examples: int | None = None,
     seed: int | None = None,
@@ -152,7 +152,9 @@ def build_training_data(
     return TrainingData(training=examples[n_val:], validation=examples[:n_val], facts=facts)
 
 
-def fit_config(settings: Settings, *, seed: int | None = None, max_length: int = 64) -> FitConfig:
+def fit_config(
+    settings: TrainingSettings, *, seed: int | None = None, max_length: int = 64
+) -> FitConfig:
     """The optimisation knobs of the ``judge_train_*`` settings."""
     return FitConfig(
         epochs=settings.judge_train_epochs,
@@ -167,7 +169,7 @@ def fit_config(settings: Settings, *, seed: int | None = None, max_length: int =
 
 def train_judge(
     out_dir: Path,
-    settings: Settings,
+    settings: TrainingSettings,
     *,
     base_model: str | None = None,
     max_examples: int | None = None,
@@ -251,7 +253,7 @@ def train_judge(
     return out_dir
 
 
-def annotation_recipe(settings: Settings) -> AnnotationRecipe | None:
+def annotation_recipe(settings: TrainingSettings) -> AnnotationRecipe | None:
     """How the annotations join training (``None`` when ``judge_train_annotations`` is off)."""
     if not settings.judge_train_annotations:
         return None

@@ -1,0 +1,154 @@
+"""A new perturbation family and a new dataset format are each one file plus one registration
+line: a toy of each, defined here, is registered, chosen by name and run by the real drivers
+(verified by execution, for the family)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from dataset_fixtures import accept_all, name_proposer, spider_entry
+
+from cta.apply.database import SqlSchema
+from cta.apply.sample import sample_perturbations
+from cta.datasets import (
+    DatasetFiles,
+    DatasetRequest,
+    DatasetRun,
+    dataset_format,
+    perturb_dataset,
+    register_format,
+    unregister_format,
+)
+from cta.datasets.base import CtaOnlyFormat, cta_only, summarise
+from cta.families import (
+    DbEdit,
+    FamilyContext,
+    NotApplicable,
+    family_kinds,
+    register_family,
+    unregister_family,
+)
+from cta.families.base import FAMILY_KINDS
+from cta.table import InvalidTableError, Table
+
+# -- a toy family: every table's columns in reverse order ---------------------------------------
+
+
+class ReverseColumns:
+    kind = "reverse-columns"
+
+    def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
+        if all(len(t.columns) < 2 for t in ctx.schema.tables):
+            raise NotApplicable("no table has two columns")
+        tables = tuple(
+            dataclasses.replace(t, columns=tuple(reversed(t.columns))) for t in ctx.schema.tables
+        )
+        schema = SqlSchema(tables)
+        origin = {
+            (t.name.lower(), c.name.lower()): (t.name.lower(), c.name.lower())
+            for t in tables
+            for c in t.columns
+        }
+        return DbEdit(schema=schema, operation="columns in reverse order", origin=origin)
+
+
+# -- a toy format: a JSON list of tables, RPL/ADD only -------------------------------------------
+
+
+class TableListFormat(CtaOnlyFormat):
+    name = "table-list"
+
+    def load(self, files: DatasetFiles) -> list[Table]:
+        return [Table.parse(t) for t in json.loads(Path(files.tables).read_text())]
+
+    def perturb(self, dataset: list[Table], request: DatasetRequest) -> DatasetRun:
+        kinds = cta_only(request.kinds)
+        results = request.proposer(dataset)
+        out = request.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        lines = [
+            sample_perturbations(table, result, kind, 1, seed)[0].model_dump_json()
+            for table, result in zip(dataset, results, strict=True)
+            for kind in kinds
+            for seed in request.seeds
+        ]
+        (out / "perturbed.jsonl").write_text("\n".join(lines) + "\n")
+        n = len(lines)
+        return summarise(out, len(dataset), (n, n, 0, 0, n), ["perturbed.jsonl"], {})
+
+
+@pytest.fixture
+def toys() -> Iterator[None]:
+    register_family("reverse-columns", lambda tools: ReverseColumns())
+    register_format(TableListFormat())
+    yield
+    unregister_family("reverse-columns")
+    unregister_format("table-list")
+
+
+ENTRY = spider_entry(
+    "shop",
+    ["item: Item_ID number, Name text, Price number", "sale: Sale_ID number, Item_ID number"],
+    primary=[("item", "Item_ID"), ("sale", "Sale_ID")],
+    foreign=[(("sale", "Item_ID"), ("item", "Item_ID"))],
+)
+QUESTIONS = [
+    {"db_id": "shop", "question": "Names of cheap items?", "query": "SELECT name FROM item WHERE price < 5"},
+    {"db_id": "shop", "question": "Everything sold.", "query": "SELECT * FROM sale"},
+]  # fmt: skip
+propose = name_proposer({"name": (["title"], []), "price": (["cost"], ["discount"])})
+
+
+def test_a_registered_family_runs_by_name_and_is_verified(toys: None, tmp_path: Path) -> None:
+    assert "reverse-columns" in family_kinds()
+    tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
+    tables.write_text(json.dumps([ENTRY]))
+    questions.write_text(json.dumps(QUESTIONS))
+    run = perturb_dataset(
+        "spider", tables, questions, tmp_path / "out", propose, ["reverse-columns"], [0],
+        check_execution=True, judge=accept_all,
+    )  # fmt: skip
+    assert run.verification is not None
+    assert run.verification["executable"] == 2 and run.verification["equivalent_share"] == 1.0
+    entry = next(
+        e
+        for e in json.loads((tmp_path / "out" / "tables.json").read_text())
+        if e["db_id"] == "shop_reverse-columns_s0_v0"
+    )
+    item = [name for t, name in entry["column_names_original"] if t == 0]
+    assert item == ["Price", "Name", "Item_ID"]
+    items = (tmp_path / "out" / "mappings.jsonl").read_text().splitlines()
+    assert [json.loads(line)["operation"] for line in items] == ["columns in reverse order"] * 2
+
+
+def test_a_registered_format_runs_by_name(toys: None, tmp_path: Path) -> None:
+    source = tmp_path / "tables.json"
+    source.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "shop",
+                    "columns": [{"name": "name"}, {"name": "price", "type": "number"}],
+                    "rows": [["pen", 2]],
+                }
+            ]
+        )
+    )
+    run = perturb_dataset("table-list", source, None, tmp_path / "out", propose, ["rpl"], [0, 1])
+    assert run.examples == 1 and run.perturbed == 2
+    lines = [json.loads(x) for x in (tmp_path / "out" / "perturbed.jsonl").read_text().splitlines()]
+    assert [line["mapping"] for line in lines] == [{"name": "title", "price": "cost"}] * 2
+    with pytest.raises(InvalidTableError, match="families need"):
+        perturb_dataset("table-list", source, None, tmp_path / "o2", propose, ["shuffle"], [0])
+
+
+def test_unregistered_names_are_refused_and_the_built_ins_match_the_wire_kinds() -> None:
+    assert family_kinds() == FAMILY_KINDS  # the HTTP API's kinds are the registered ones
+    with pytest.raises(InvalidTableError, match="table-list"):
+        dataset_format("table-list")
+    with pytest.raises(ValueError, match="cannot name a family"):
+        register_family("rpl", lambda tools: ReverseColumns())
