@@ -13,11 +13,7 @@ from dataset_fixtures import family_context, spider_entry, verified
 from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database, read_rows
 from cta.apply.rewrite import SqlRewriteError
 from cta.apply.verify import execute
-from cta.families.base import (
-    DbEdit,
-    NotApplicable,
-    rewrite_for,
-)
+from cta.families.base import NotApplicable, rewrite_for
 from cta.families.expressions import (
     REFERENCE_YEAR,
     ColumnMerge,
@@ -25,6 +21,7 @@ from cta.families.expressions import (
     ContentEquivalence,
     affinity,
 )
+from cta.families.model import DbEdit
 from cta.table import ColumnType
 
 # -- a singer database ------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ from dataset_fixtures import family_context, spider_entry
 from cta.apply.database import read_rows
 from cta.apply.rewrite import SqlRewriteError
 from cta.apply.verify import verify_query
-from cta.families.base import DbEdit, FamilyContext, NotApplicable, materialise_edit, rewrite_for
+from cta.families.base import FamilyContext, NotApplicable, rewrite_for
 from cta.families.flatten import Flatten
+from cta.families.model import DbEdit, materialise_edit
 
 ENTRY = spider_entry(
     "concert_singer",

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 from cta.apply.examples import PerturbedExample, SqlExample
 from cta.datasets.base import (
-    Database,
     DatasetFiles,
     DatasetFormat,
     DatasetRequest,
     DatasetRun,
     Proposer,
-    ProtocolResult,
-    Variant,
     VerificationRecord,
     VerificationReport,
     materialise,
@@ -43,6 +40,7 @@ from cta.datasets.spider import (
     spider_database,
     spider_inputs,
 )
+from cta.families.model import Database, ProtocolResult, Variant
 
 __all__ = [
     "FORMATS",

@@ -44,9 +44,7 @@ from cta.apply.database import (
     ColumnRef,
     NewColumn,
     SchemaPerturbation,
-    SqlSchema,
     create_database,
-    materialise_perturbed,
     perturb_schema,
     sqlite_fold,
     synthesise_rows,
@@ -62,22 +60,26 @@ from cta.apply.verify import (
     execute,
     has_top_level_order,
 )
+from cta.families.model import (
+    Database,
+    DbEdit,
+    ProtocolResult,
+    Variant,
+    materialise_variant,
+)
 from cta.families.naming import EquivalenceJudge
-from cta.formats.spider import suite_member_target, suite_members
+from cta.formats.spider import suite_members
 from cta.results import Kind, PerturbationResult, PerturbedTable
 from cta.table import InvalidTableError, Table
 
 __all__ = [
     "CTA_KINDS",
     "CtaOnlyFormat",
-    "Database",
     "DatasetFiles",
     "DatasetFormat",
     "DatasetRequest",
     "DatasetRun",
-    "ProtocolResult",
     "Proposer",
-    "Variant",
     "VerificationRecord",
     "VerificationReport",
     "cta_kinds",
@@ -95,44 +97,10 @@ Proposer = Callable[[Sequence[Table]], list[PerturbationResult]]
 """Judged candidates for tables (the CTA pipeline's ``perturb_many``, or a stand-in)."""
 
 
-@dataclass
-class Database:
-    """A database of the dataset: schema, natural tables aligned with it, optional file."""
-
-    db_id: str
-    schema: SqlSchema
-    tables: list[Table]
-    path: Path | None = None
-    rows: dict[str, list[tuple[Any, ...]]] | None = None  # cells by table, when no file
-
-    def __post_init__(self) -> None:
-        if len(self.tables) != len(self.schema.tables):
-            raise ValueError(
-                f"{self.db_id}: {len(self.tables)} tables for a schema of {len(self.schema.tables)}"
-            )
-
-
-@dataclass
-class Variant:
-    """A perturbed database: which database, kind and seed, and how it differs."""
-
-    db_id: str
-    source: str
-    kind: str
-    seed: int
-    perturbation: SchemaPerturbation
-    schema: SqlSchema
-
-
-@dataclass
-class ProtocolResult:
-    """Everything :func:`run_protocol` produced, in example order."""
-
-    examples: list[PerturbedExample]
-    variants: dict[str, Variant]
-    bound: dict[str, BoundQuery | SqlRewriteError]
-    seconds: float = 0.0
-
+_OPERATIONS = {
+    "rpl": "RPL: mentioned columns renamed",
+    "add": "ADD: a column added beside each mentioned one",
+}
 
 CTA_KINDS: tuple[Kind, ...] = ("rpl", "add")
 """The kinds of the CTA protocol; every other kind names a family (:mod:`cta.families`)."""
@@ -369,7 +337,6 @@ def run_protocol(
     variants: dict[str, Variant] = {}
     variant_of: dict[tuple[Any, ...], str] = {}
     counts: Counter[tuple[str, str, int]] = Counter()
-    column_maps: dict[str, dict[ColumnRef, str]] = {}
     out: list[PerturbedExample] = []
     for ex in examples:
         b = bound[ex.id]
@@ -391,21 +358,18 @@ def run_protocol(
                     counts[(ex.db_id, kind, seed)] += 1
                     variant_id = f"{ex.db_id}_{kind}_s{seed}_v{n}"
                     perturbation = SchemaPerturbation(sampled.changes)
-                    variants[variant_id] = Variant(
-                        db_id=variant_id,
-                        source=ex.db_id,
-                        kind=kind,
-                        seed=seed,
-                        perturbation=perturbation,
+                    edit = DbEdit(
                         schema=perturb_schema(db.schema, perturbation),
+                        operation=_OPERATIONS[kind],
+                        mapping=sampled.sql_mapping,
+                        column_map=perturbation.column_map(db.schema),
+                        perturbation=perturbation,
                     )
-                    column_maps[variant_id] = perturbation.column_map(db.schema)
+                    variants[variant_id] = Variant(variant_id, ex.db_id, kind, seed, edit)
                     variant_of[signature] = variant_id
-                variant = variants[variant_id]
+                edit = variants[variant_id].edit
                 try:
-                    sql: str | None = rewrite_query(
-                        ex.sql, db.schema, variant.schema, column_maps[variant_id]
-                    )
+                    sql: str | None = rewrite_query(ex.sql, db.schema, edit.schema, edit.column_map)
                     problem = None
                 except SqlRewriteError as exc:
                     sql, problem = None, str(exc)
@@ -476,19 +440,8 @@ def materialise(
         paths[db_id] = target
     for variant in result.variants.values():
         target = db_dir / variant.db_id / f"{variant.db_id}.sqlite"
-        source = paths[variant.source]
-        for src, dst in [
-            (source, target),
-            *((m, suite_member_target(m, variant.source, target)) for m in suite_members(source)),
-        ]:
-            materialise_perturbed(
-                src,
-                dst,
-                databases[variant.source].schema,
-                variant.perturbation,
-                seed=variant.seed,
-                values=values,
-            )
+        old = databases[variant.source].schema
+        materialise_variant(variant, paths[variant.source], target, old, values=values)
         paths[variant.db_id] = target
     return paths
 

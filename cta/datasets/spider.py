@@ -9,6 +9,7 @@ entry checked at submission by :func:`spider_database`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 import time
@@ -20,12 +21,10 @@ from typing import Any
 from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
-    Database,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
     Proposer,
-    ProtocolResult,
     cta_kinds,
     finish_run,
     materialise,
@@ -33,9 +32,10 @@ from cta.datasets.base import (
     run_protocol,
     write_mappings,
 )
-from cta.families import entry_of, make_families, materialise_edit
+from cta.families import entry_of, make_families
+from cta.families.model import Database, ProtocolResult, materialise_variant
 from cta.families.naming import EquivalenceJudge
-from cta.families.run import FamilyDatabase, FamilyResult, run_families
+from cta.families.run import run_families
 from cta.formats.spider import (
     SpiderDataset,
     gold_line,
@@ -44,8 +44,6 @@ from cta.formats.spider import (
     perturbed_record,
     remap_tables,
     sql_schema,
-    suite_member_target,
-    suite_members,
     write_json,
 )
 from cta.formats.spider_grammar import evaluator_form, evaluator_problem, spider_tables_of
@@ -147,21 +145,15 @@ class SpiderFormat:
             say(f"families: {len(families.variants)} databases edited")
             for variant in families.variants.values():
                 target = out / "database" / variant.db_id / f"{variant.db_id}.sqlite"
-                schema = databases[variant.source].schema
-                edit, seed = variant.edit, variant.seed
-                source = paths[variant.source]
-                for src, dst in [
-                    (source, target),
-                    *(
-                        (m, suite_member_target(m, variant.source, target))
-                        for m in suite_members(source)
-                    ),
-                ]:
-                    materialise_edit(src, dst, edit, schema, seed=seed, values=values)
+                old = databases[variant.source].schema
+                materialise_variant(variant, paths[variant.source], target, old, values=values)
                 paths[variant.db_id] = target
             seconds["families"] = round(time.perf_counter() - t0, 3)
             result = ProtocolResult(
-                result.examples + families.examples, result.variants, result.bound, result.seconds
+                result.examples + families.examples,
+                {**result.variants, **families.variants},
+                result.bound,
+                result.seconds,
             )
 
         grammar = _GrammarTables([*dataset.schemas.values(), *records.entries])
@@ -223,7 +215,9 @@ class _SpiderRecords:
         self.entries += entries
         self.index_maps.update(index_maps)
 
-    def add_families(self, schemas: Mapping[str, Mapping[str, Any]], result: FamilyResult) -> None:
+    def add_families(
+        self, schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
+    ) -> None:
         for variant in result.variants.values():
             entry, index_map, table_map = entry_of(
                 schemas[variant.source], variant.db_id, variant.edit
@@ -286,7 +280,7 @@ def _run_families(
     paths: Mapping[str, Path],
     result: ProtocolResult,
     records: _SpiderRecords,
-) -> FamilyResult:
+) -> ProtocolResult:
     """The families of ``kinds`` over the examples, planned on the original databases at
     ``paths``; their ``tables.json`` entries go to ``records``."""
     if "abbreviation" in kinds and request.judge is None:
@@ -296,8 +290,9 @@ def _run_families(
         raise InvalidTableError("missing_judge", "this family needs the judge")
 
     families = make_families(kinds, request.proposer, request.judge or no_judge)
+    # Families plan on the written originals (cells are read from them) and their entries.
     dbs = {
-        db_id: FamilyDatabase(db_id, db.schema, db.tables, entries.get(db_id), paths.get(db_id))
+        db_id: dataclasses.replace(db, entry=entries.get(db_id), path=paths.get(db_id))
         for db_id, db in databases.items()
     }
     questions = {i: question_text(r) for i, r in records.record_of.items()}
@@ -357,8 +352,9 @@ def _perturbed_entries(
     entries: list[dict[str, Any]] = []
     index_maps: dict[str, dict[int, int]] = {}
     for variant in result.variants.values():
+        assert variant.edit.perturbation is not None  # an RPL/ADD variant
         entry, index_map = perturbed_entry(
-            schemas[variant.source], variant.db_id, variant.perturbation
+            schemas[variant.source], variant.db_id, variant.edit.perturbation
         )
         entries.append(entry)
         index_maps[variant.db_id] = index_map

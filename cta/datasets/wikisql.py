@@ -26,11 +26,9 @@ from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
     CtaOnlyFormat,
-    Database,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
-    Variant,
     cta_only,
     finish_run,
     materialise,
@@ -38,6 +36,7 @@ from cta.datasets.base import (
     run_protocol,
     write_mappings,
 )
+from cta.families.model import Database, Variant
 from cta.formats.tables import load_wikisql_table
 from cta.formats.wikisql import (
     WikiSqlDataset,
@@ -133,7 +132,8 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
             continue
         variant = result.variants[pe.perturbed_db_id]
         table = databases[pe.db_id].schema.tables[0]
-        [(_, new_columns)] = list(variant.perturbation.tables.items())
+        assert variant.edit.perturbation is not None  # an RPL/ADD variant
+        [(_, new_columns)] = list(variant.edit.perturbation.tables.items())
         form = remap(record_of[pe.id]["sql"], _index_map(table, new_columns))
         pe.sql = to_sql(form, table.name, [c.name for c in new_columns])
         forms[(pe.id, pe.kind, pe.seed)] = form

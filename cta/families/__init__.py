@@ -31,18 +31,17 @@ from dataclasses import dataclass
 
 from cta.families.base import (
     FAMILY_KINDS,
-    DbEdit,
     Family,
     FamilyContext,
     NotApplicable,
     Usage,
     entry_of,
-    materialise_edit,
     rewrite_for,
     usage_of,
 )
 from cta.families.expressions import ColumnMerge, ColumnSplit, ContentEquivalence
 from cta.families.flatten import Flatten
+from cta.families.model import DbEdit, materialise_edit
 from cta.families.naming import (
     Abbreviation,
     EquivalenceJudge,

@@ -7,7 +7,7 @@ new order, the natural names the parser sees, how each new table is filled from 
 original database (an SQLite ``SELECT`` — data is migrated, never regenerated, except for a
 column the family adds), and how a gold query follows (renamed tables and columns, columns
 replaced by expressions, or the family's own rewrite). :func:`rewrite_for` applies it to one
-query and checks that the result binds against the new schema; :func:`materialise_edit`
+query and checks that the result binds against the new schema; :func:`cta.families.model.materialise_edit`
 writes the database; :func:`entry_of` writes its ``tables.json`` entry.
 
 A family that cannot apply to a database says why (:class:`NotApplicable`); the protocol
@@ -17,8 +17,8 @@ then leaves that database's questions unperturbed with that reason.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,37 +28,29 @@ from sqlglot.errors import SqlglotError
 
 from cta.apply.database import (
     ColumnRef,
-    SchemaPerturbation,
     SqlSchema,
     SqlTable,
-    create_database,
-    materialise_perturbed,
     quote_identifier,
     sqlite_fold,
 )
 from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
-from cta.apply.sample import ValueMode
+from cta.families.model import DbEdit, Key
 from cta.formats.tables import parse_spider_entry
 from cta.results import FamilyKind
 from cta.table import Table
 
 __all__ = [
     "FAMILY_KINDS",
-    "DbEdit",
     "Family",
     "FamilyContext",
     "NotApplicable",
     "Usage",
     "entry_of",
-    "materialise_edit",
     "rewrite_for",
     "usage_of",
 ]
 
 FAMILY_KINDS: tuple[str, ...] = FamilyKind.__args__  # type: ignore[attr-defined]
-
-Key = tuple[str, str]
-"""(table, column) as SQLite folds them; column ``""`` for the table itself."""
 
 
 class NotApplicable(Exception):  # noqa: N818 — a verdict, not a failure
@@ -152,29 +144,6 @@ class FamilyContext:
             conn.close()
 
 
-@dataclass
-class DbEdit:
-    """A perturbed database: schema, names, data migration and how queries follow."""
-
-    schema: SqlSchema  # new schema, tables and columns in their new order
-    operation: str  # one line for people: what changed
-    origin: dict[Key, Key] = field(default_factory=dict)  # new (table, col) → old, carried ones
-    labels: dict[Key, str] = field(default_factory=dict)  # natural names of new/renamed things
-    fill: dict[str, str] = field(default_factory=dict)  # new table → SELECT over the original
-    mapping: dict[str, dict[str, str]] = field(default_factory=dict)  # per table: old → new
-    column_map: dict[ColumnRef, str] = field(default_factory=dict)
-    table_map: dict[str, str] = field(default_factory=dict)
-    expressions: dict[ColumnRef, str] = field(default_factory=dict)
-    rewrite: Callable[[str], str] | None = None  # the family's own rewrite, when it has one
-    question: Callable[[str], str | None] | None = None  # question rewrite (question-synonym)
-    keeps_parsed_sql: bool = True  # Spider's parsed ``sql`` remaps by indices alone
-    perturbation: SchemaPerturbation | None = None  # an added column: values generated
-
-    @property
-    def changes_schema(self) -> bool:
-        return self.question is None
-
-
 class Family(Protocol):
     """A perturbation family: one database and seed in, one edit out (or a reason not to)."""
 
@@ -213,48 +182,6 @@ def default_fill(table: SqlTable) -> str:
     """``SELECT`` every column of ``table`` (rowid order), for a table carried unchanged."""
     columns = ", ".join(quote_identifier(c.name) for c in table.columns)
     return f"SELECT {columns} FROM {quote_identifier(table.name)} ORDER BY rowid"
-
-
-def materialise_edit(
-    source: Path, target: Path, edit: DbEdit, old: SqlSchema, *, seed: int, values: ValueMode
-) -> None:
-    """Write the edited database: each new table filled by its ``SELECT`` on ``source``.
-
-    A table without a fill is carried from the original table of the same (or, through
-    ``table_map``, the old) name, columns matched through ``origin``. An edit that adds a
-    column (``perturbation``) is written the way ADD's databases are (values generated).
-    """
-    if edit.perturbation is not None:
-        materialise_perturbed(source, target, old, edit.perturbation, seed=seed, values=values)
-        return
-    inverse = {sqlite_fold(new): old_name for old_name, new in edit.table_map.items()}
-    conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
-    conn.text_factory = lambda b: b.decode("utf-8", errors="replace")
-    rows: dict[str, list[tuple[Any, ...]]] = {}
-    try:
-        for table in edit.schema.tables:
-            if table.name.lower().startswith("sqlite_"):
-                continue  # SQLite's own tables (sqlite_sequence): it writes them itself
-            sql = edit.fill.get(table.name)
-            if sql is None:
-                old_name = inverse.get(sqlite_fold(table.name), table.name)
-                old_table = old.table(old_name)
-                columns = []
-                for c in table.columns:
-                    src = edit.origin.get((sqlite_fold(table.name), sqlite_fold(c.name)))
-                    if src is None or src[0] != sqlite_fold(old_table.name):
-                        raise ValueError(f"{table.name}.{c.name}: no fill and no origin")
-                    columns.append(
-                        quote_identifier(old_table.columns[old_table.index(src[1])].name)
-                    )
-                sql = (
-                    f"SELECT {', '.join(columns)} FROM {quote_identifier(old_table.name)}"
-                    " ORDER BY rowid"
-                )
-            rows[table.name] = conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-    create_database(target, edit.schema, rows)
 
 
 def carried_origin(old: SqlSchema, new: SqlSchema, edit: DbEdit) -> dict[Key, Key]:

@@ -56,7 +56,8 @@ from cta.apply.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable
+from cta.families.base import FamilyContext, NotApplicable
+from cta.families.model import DbEdit, Key
 from cta.families.naming import _identifier
 from cta.seeding import seeded_rng
 from cta.table import ColumnType

@@ -42,8 +42,9 @@ from cta.apply.database import (
     sqlite_fold,
 )
 from cta.apply.rewrite import SqlRewriteError, _Binder, _outer, _Source
-from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable
+from cta.families.base import FamilyContext, NotApplicable
 from cta.families.expressions import column_affinities, original_rows
+from cta.families.model import DbEdit, Key
 from cta.families.naming import _identifier
 from cta.formats.spider_grammar import spider_sql
 from cta.seeding import seeded_rng

@@ -27,7 +27,8 @@ from cta.apply.database import (
 )
 from cta.apply.identifiers import identifier_style, sql_identifier
 from cta.apply.sample import candidate_pools
-from cta.families.base import DbEdit, FamilyContext, Key, NotApplicable, carried_origin
+from cta.families.base import FamilyContext, NotApplicable, carried_origin
+from cta.families.model import DbEdit, Key
 from cta.results import PerturbationResult
 from cta.seeding import seeded_rng
 from cta.table import Column, ColumnType, Table

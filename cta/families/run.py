@@ -11,55 +11,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
-from cta.apply.database import SqlSchema
 from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.rewrite import BoundQuery, SqlRewriteError
-from cta.families.base import DbEdit, Family, FamilyContext, NotApplicable, rewrite_for, usage_of
-from cta.table import Table
+from cta.families.base import Family, FamilyContext, NotApplicable, rewrite_for, usage_of
+from cta.families.model import Database, DbEdit, ProtocolResult, Variant
 
-__all__ = ["FamilyDatabase", "FamilyResult", "FamilyVariant", "run_families"]
-
-
-@dataclass
-class FamilyDatabase:
-    """What a family needs of one database."""
-
-    db_id: str
-    schema: SqlSchema
-    tables: list[Table]
-    entry: Mapping[str, object] | None
-    path: Path | None
-
-
-@dataclass
-class FamilyVariant:
-    """An edited database: its id, where it comes from, and the edit."""
-
-    db_id: str
-    source: str
-    kind: str
-    seed: int
-    edit: DbEdit
-
-
-@dataclass
-class FamilyResult:
-    examples: list[PerturbedExample]
-    variants: dict[str, FamilyVariant]
-    seconds: float = 0.0
+__all__ = ["run_families"]
 
 
 def run_families(
     examples: Sequence[SqlExample],
-    databases: Mapping[str, FamilyDatabase],
+    databases: Mapping[str, Database],
     bound: Mapping[str, BoundQuery | SqlRewriteError],
     families: Mapping[str, Family],
     seeds: Sequence[int],
     questions: Mapping[str, str] | None = None,
-) -> FamilyResult:
+) -> ProtocolResult:
     """Apply every family under every seed to every example (see the module docstring).
 
     ``bound`` holds each example's gold SQL bound to its schema (or why it could not be);
@@ -92,7 +60,7 @@ def run_families(
                 except NotApplicable as exc:
                     planned[(kind, db_id, seed)] = f"not_applicable: {exc}"
 
-    variants: dict[str, FamilyVariant] = {}
+    variants: dict[str, Variant] = {}
     out: list[PerturbedExample] = []
     for ex in examples:
         b = bound[ex.id]
@@ -127,9 +95,7 @@ def run_families(
                     out.append(base.model_copy(update={"unchanged": f"not rewritten: {exc}"}))
                     continue
                 variant_id = f"{ex.db_id}_{kind}_s{seed}_v0"
-                variants.setdefault(
-                    variant_id, FamilyVariant(variant_id, ex.db_id, kind, seed, plan)
-                )
+                variants.setdefault(variant_id, Variant(variant_id, ex.db_id, kind, seed, plan))
                 out.append(
                     base.model_copy(
                         update={
@@ -140,4 +106,4 @@ def run_families(
                         }
                     )
                 )
-    return FamilyResult(out, variants, seconds=time.perf_counter() - started)
+    return ProtocolResult(out, variants, dict(bound), seconds=time.perf_counter() - started)
