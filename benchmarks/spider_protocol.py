@@ -37,11 +37,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cta.apply.dataset import Proposer, perturb_spider, spider_inputs
-
-from cta.apply.rewrite import BoundQuery, bind_query
+from cta.datasets import Proposer, perturb_spider, spider_inputs
 from cta.formats.spider import load_spider
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
+from cta.sql.rewrite import BoundQuery, bind_query
 from cta.table import ColumnType, Table
 
 SPIDER = Path("/work/shared/data/spider")

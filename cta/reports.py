@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from cta.apply.examples import PerturbedExample
+from cta.sql.examples import PerturbedExample
 
 __all__ = [
     "EvalDatabaseResult",

@@ -18,15 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cta.apply.database import create_database
-from cta.apply.rewrite import bind_query
-from cta.apply.verify import verify_query
 from cta.families.base import FamilyContext, rewrite_for, usage_of
 from cta.families.model import DbEdit, materialise_edit
 from cta.formats.spider import natural_tables, spider_schema
 from cta.judge.decide import is_rpl, passes_add
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.settings import Settings
+from cta.sql.database import create_database
+from cta.sql.rewrite import bind_query
+from cta.sql.verify import verify_query
 from cta.table import Column, Table
 from cta.words import name_words
 

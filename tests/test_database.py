@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cta.apply.database import (
+from cta.sql.database import (
     ColumnRef,
     NewColumn,
     SchemaError,

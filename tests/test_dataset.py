@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from dataset_fixtures import PARSED_SQL, name_proposer, spider_entry, write_spider
 
-from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database
 from cta.cli.main import main
 from cta.datasets import (
     materialise,
@@ -19,6 +18,7 @@ from cta.datasets import (
     verify,
 )
 from cta.formats.spider import load_spider
+from cta.sql.database import SqlColumn, SqlSchema, SqlTable, create_database
 from cta.table import ColumnType
 
 SPIDER = Path("/work/shared/data/spider")

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from dataset_fixtures import accept_all, name_proposer, spider_entry
 
-from cta.apply.database import SqlSchema
 from cta.apply.sample import sample_perturbations
 from cta.datasets import (
     DatasetFiles,
@@ -33,6 +32,7 @@ from cta.families import (
     unregister_family,
 )
 from cta.families.base import FAMILY_KINDS
+from cta.sql.database import SqlSchema
 from cta.table import InvalidTableError, Table
 
 # -- a toy family: every table's columns in reverse order ---------------------------------------

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from dataset_fixtures import PARSED_SQL, accept_all, name_proposer, spider_entry
 
-from cta.apply.rewrite import bind_query
 from cta.datasets import perturb_dataset
 from cta.families.base import FAMILY_KINDS
 from cta.families.naming import abbreviations
 from cta.formats.spider import spider_schema
+from cta.sql.rewrite import bind_query
 
 # Synonyms and has-a names a stand-in proposer returns, per natural column/table name.
 NAMES: dict[str, tuple[list[str], list[str]]] = {

@@ -10,9 +10,6 @@ from typing import Any
 import pytest
 from dataset_fixtures import family_context, spider_entry, verified
 
-from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database, read_rows
-from cta.apply.rewrite import SqlRewriteError
-from cta.apply.verify import execute
 from cta.families.base import NotApplicable, rewrite_for
 from cta.families.expressions import (
     REFERENCE_YEAR,
@@ -22,6 +19,9 @@ from cta.families.expressions import (
     affinity,
 )
 from cta.families.model import DbEdit
+from cta.sql.database import SqlColumn, SqlSchema, SqlTable, create_database, read_rows
+from cta.sql.rewrite import SqlRewriteError
+from cta.sql.verify import execute
 from cta.table import ColumnType
 
 # -- a singer database ------------------------------------------------------------------------------

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from dataset_fixtures import family_context, spider_entry
 
-from cta.apply.database import read_rows
-from cta.apply.rewrite import SqlRewriteError
-from cta.apply.verify import verify_query
 from cta.families.base import FamilyContext, NotApplicable, rewrite_for
 from cta.families.flatten import Flatten
 from cta.families.model import DbEdit, materialise_edit
+from cta.sql.database import read_rows
+from cta.sql.rewrite import SqlRewriteError
+from cta.sql.verify import verify_query
 
 ENTRY = spider_entry(
     "concert_singer",

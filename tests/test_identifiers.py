@@ -7,15 +7,15 @@ import sqlite3
 
 import pytest
 
-from cta.apply.identifiers import (
+from cta.apply.sample import sample_perturbations
+from cta.results import ColumnPerturbations, Decision, PerturbationResult
+from cta.sql.identifiers import (
     EVALUATOR_KEYWORDS,
     RESERVED_WORDS,
     identifier_style,
     is_bare_identifier,
     sql_identifier,
 )
-from cta.apply.sample import sample_perturbations
-from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.table import Column, ColumnType, Table
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cta.apply.database import (
+from cta.sql.database import (
     NewColumn,
     SchemaPerturbation,
     SqlColumn,
@@ -16,8 +16,8 @@ from cta.apply.database import (
     materialise_perturbed,
     perturb_schema,
 )
-from cta.apply.rewrite import SqlRewriteError, bind_query, rewrite_query
-from cta.apply.verify import execute, has_top_level_order, same_results
+from cta.sql.rewrite import SqlRewriteError, bind_query, rewrite_query
+from cta.sql.verify import execute, has_top_level_order, same_results
 from cta.table import ColumnType, ForeignKey
 
 N, T = ColumnType.NUMBER, ColumnType.TEXT

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cta.apply.database import SqlColumn, SqlSchema, SqlTable, create_database
-from cta.apply.verify import (
+from cta.sql.database import SqlColumn, SqlSchema, SqlTable, create_database
+from cta.sql.verify import (
     ExecutionError,
     execute,
     has_top_level_order,

@@ -6,13 +6,13 @@ a randomly chosen candidate:
 - **RPL** renames the column. ``Column.name`` becomes the candidate and, when the column has
   a schema identifier (``original_name``, e.g. Spider's ``column_names_original``), the
   identifier becomes the candidate written as an identifier in the style of the table's
-  own (:func:`~cta.apply.identifiers.sql_identifier`: ``home city`` → ``home_city`` beside
+  own (:func:`~cta.sql.identifiers.sql_identifier`: ``home city`` → ``home_city`` beside
   ``singer_id``, ``HomeCity`` beside ``StuID``; bare, never a reserved word), so a parser
   reads the natural name and the gold SQL uses a plain identifier.
   Primary- and foreign-key entries naming the column follow the rename.
 - **ADD** inserts a new column right after its target with the candidate's name and type
   (and an identifier made the same way); its cells are generated plausible values
-  (:mod:`cta.apply.values`, seeded) or ``NULL``.
+  (:mod:`cta.sql.values`, seeded) or ``NULL``.
 
 A candidate whose name or identifier collides (case-insensitively, as SQLite compares
 identifiers) with a column of the table — original names, identifiers or names given
@@ -33,11 +33,11 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from cta.apply.identifiers import identifier_style, sql_identifier
-from cta.apply.values import added_column_values
 from cta.names import NameStyle
 from cta.results import Decision, Kind, PerturbationResult, PerturbedTable
 from cta.seeding import seeded_rng
+from cta.sql.identifiers import identifier_style, sql_identifier
+from cta.sql.values import added_column_values
 from cta.table import Column, ForeignKey, Table
 
 __all__ = ["ValueMode", "candidate_pools", "sample_perturbations"]

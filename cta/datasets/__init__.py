@@ -1,7 +1,7 @@
 """Text-to-SQL datasets through the perturbation protocol: one driver per format.
 
-Layering: :mod:`cta.datasets` sits above :mod:`cta.apply` (the format-independent
-machinery: databases, rewriting, sampling, verification), :mod:`cta.formats` (reading and
+Layering: :mod:`cta.datasets` sits above :mod:`cta.apply` (sampling perturbed tables),
+:mod:`cta.sql` (the format-independent SQL machinery: databases, rewriting, verification), :mod:`cta.formats` (reading and
 writing each format's files) and :mod:`cta.families`; none of those imports it.
 
 * :mod:`cta.datasets.base` — the protocol core (:func:`run_protocol`, :func:`materialise`,
@@ -14,7 +14,6 @@ writing each format's files) and :mod:`cta.families`; none of those imports it.
 
 from __future__ import annotations
 
-from cta.apply.examples import PerturbedExample, SqlExample
 from cta.datasets.base import (
     DatasetFiles,
     DatasetFormat,
@@ -41,6 +40,7 @@ from cta.datasets.spider import (
     spider_inputs,
 )
 from cta.families.model import Database, ProtocolResult, Variant
+from cta.sql.examples import PerturbedExample, SqlExample
 
 __all__ = [
     "FORMATS",

@@ -4,9 +4,9 @@ every format driver shares, and the :class:`DatasetFormat` protocol a driver pro
 For every NL–SQL pair, every kind (RPL, ADD) and every seed, the tables of its database
 are perturbed: every column its gold SQL mentions gets a randomly chosen candidate of the
 pipeline (:func:`cta.apply.sample.sample_perturbations`); the gold SQL is rewritten
-(:func:`cta.apply.rewrite.rewrite_query`); the perturbed database is materialised and,
+(:func:`cta.sql.rewrite.rewrite_query`); the perturbed database is materialised and,
 on request, every rewritten query is executed against it and compared with the original
-query on the original database (:mod:`cta.apply.verify`).
+query on the original database (:mod:`cta.sql.verify`).
 
 Perturbed databases. Different questions of one database mention different columns, so
 a faithful protocol needs one perturbed database per *distinct perturbation* rather than
@@ -40,26 +40,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from pydantic import BaseModel, Field
 
-from cta.apply.database import (
-    ColumnRef,
-    NewColumn,
-    SchemaPerturbation,
-    create_database,
-    perturb_schema,
-    sqlite_fold,
-    synthesise_rows,
-)
-from cta.apply.examples import PerturbedExample, SqlExample
-from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
 from cta.apply.sample import ValueMode, sample_perturbations
-from cta.apply.verify import (
-    ExecutionError,
-    Status,
-    Verification,
-    check,
-    execute,
-    has_top_level_order,
-)
 from cta.families.model import (
     Database,
     DbEdit,
@@ -70,6 +51,25 @@ from cta.families.model import (
 from cta.families.naming import EquivalenceJudge
 from cta.formats.spider import suite_members
 from cta.results import Kind, PerturbationResult, PerturbedTable
+from cta.sql.database import (
+    ColumnRef,
+    NewColumn,
+    SchemaPerturbation,
+    create_database,
+    perturb_schema,
+    sqlite_fold,
+    synthesise_rows,
+)
+from cta.sql.examples import PerturbedExample, SqlExample
+from cta.sql.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
+from cta.sql.verify import (
+    ExecutionError,
+    Status,
+    Verification,
+    check,
+    execute,
+    has_top_level_order,
+)
 from cta.table import InvalidTableError, Table
 
 __all__ = [
@@ -482,7 +482,7 @@ def verify(
     paths: Mapping[str, Path],
     timeout: float = 30.0,
 ) -> VerificationReport:
-    """Execute every original and rewritten query and compare (see :mod:`cta.apply.verify`)."""
+    """Execute every original and rewritten query and compare (see :mod:`cta.sql.verify`)."""
     by_id = {ex.id: ex for ex in examples}
     expected: dict[str, tuple[list[tuple[Any, ...]] | ExecutionError, bool]] = {}
     records: list[VerificationRecord] = []

@@ -18,7 +18,6 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
     DatasetFiles,
@@ -49,6 +48,7 @@ from cta.formats.spider import (
 from cta.formats.spider_grammar import evaluator_form, evaluator_problem, spider_tables_of
 from cta.formats.tables import parse_spider_entry, spider_tables
 from cta.reports import SpiderDatabaseResult
+from cta.sql.examples import PerturbedExample, SqlExample
 from cta.table import InvalidTableError
 
 __all__ = [

@@ -15,14 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cta.apply.database import (
-    NewColumn,
-    SchemaError,
-    SqlTable,
-    perturbed_rows,
-    sqlite_fold,
-)
-from cta.apply.examples import PerturbedExample, SqlExample
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
     CtaOnlyFormat,
@@ -47,6 +39,14 @@ from cta.formats.wikisql import (
     write_db,
     write_jsonl,
 )
+from cta.sql.database import (
+    NewColumn,
+    SchemaError,
+    SqlTable,
+    perturbed_rows,
+    sqlite_fold,
+)
+from cta.sql.examples import PerturbedExample, SqlExample
 from cta.table import ColumnType, InvalidTableError
 
 __all__ = ["WIKISQL", "WikiSqlFormat"]

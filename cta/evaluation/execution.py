@@ -13,7 +13,7 @@ Spider leaderboard and Dr.Spider report:
 - a prediction that fails (or runs past the timeout) is wrong; a gold query that fails is
   reported (test-suite-sql-eval refuses such an example).
 
-Queries run through :func:`cta.apply.verify.execute` (read-only, interrupted after
+Queries run through :func:`cta.sql.verify.execute` (read-only, interrupted after
 ``timeout`` seconds).
 """
 
@@ -29,9 +29,9 @@ from typing import Any, Literal
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Tokenizer, TokenType
 
-from cta.apply.verify import ExecutionError, execute
 from cta.formats.spider import suite_members
 from cta.lru import LRUCache
+from cta.sql.verify import ExecutionError, execute
 
 Status = Literal["correct", "wrong", "pred_error", "gold_error", "no_prediction"]
 DEFAULT_TIMEOUT = 10.0

@@ -4,7 +4,7 @@ service's ``eval`` jobs, one source database at a time).
 A dataset job returns schemas and SQL, not SQLite files, so the databases are synthesised
 here from each ``tables.json`` entry — seeded rows, foreign keys consistent, the literals
 the gold queries compare with put in the columns they compare them with
-(:func:`cta.apply.database.synthesise_rows`). Gold and prediction run on the same database,
+(:func:`cta.sql.database.synthesise_rows`). Gold and prediction run on the same database,
 so execution accuracy stays meaningful; figures can differ a little from ``cta eval`` on a
 folder, whose databases hold the perturbed copies of the original rows.
 """
@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from cta.apply.database import ColumnRef, create_database, synthesise_rows
-from cta.apply.rewrite import SqlRewriteError, bind_query
 from cta.evaluation.models import Oracle
 from cta.evaluation.predictions import EndpointPredictions, Prediction, Predictor
 from cta.evaluation.scoring import score_items
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet, question_from_record
 from cta.formats.spider import database_path, spider_schema
 from cta.reports import EvalDatabaseResult
+from cta.sql.database import ColumnRef, create_database, synthesise_rows
+from cta.sql.rewrite import SqlRewriteError, bind_query
 
 __all__ = ["GivenPredictions", "evaluate_payload"]
 

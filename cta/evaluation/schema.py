@@ -1,7 +1,7 @@
 """A Spider ``tables.json`` entry as the evaluation reads it: names, keys, column lookup.
 
 Column indices are Spider's global ones (``0`` is ``*``); identifiers compare the way
-SQLite compares them (ASCII case folded, :func:`~cta.apply.database.sqlite_fold`).
+SQLite compares them (ASCII case folded, :func:`~cta.sql.database.sqlite_fold`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cta.apply.database import sqlite_fold
 from cta.formats.tables import SpiderColumn, parse_spider_entry
+from cta.sql.database import sqlite_fold
 
 __all__ = ["SchemaColumn", "SpiderSchema"]
 

@@ -26,17 +26,17 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from cta.apply.database import (
+from cta.families.model import DbEdit, Key
+from cta.formats.tables import parse_spider_entry
+from cta.results import FamilyKind
+from cta.sql.database import (
     ColumnRef,
     SqlSchema,
     SqlTable,
     quote_identifier,
     sqlite_fold,
 )
-from cta.apply.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
-from cta.families.model import DbEdit, Key
-from cta.formats.tables import parse_spider_entry
-from cta.results import FamilyKind
+from cta.sql.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
 from cta.table import Table
 
 __all__ = [

@@ -4,7 +4,7 @@ DBcontent-equivalence, and schema evolution's column split and column merge.
 Each replaces one or two columns a gold query mentions by new columns holding the same
 information, migrates the data from the original database with SQLite expressions, and
 rewrites every reference to a replaced column into an expression over the new columns
-(:func:`cta.apply.rewrite.rewrite_query`'s ``expressions``):
+(:func:`cta.sql.rewrite.rewrite_query`'s ``expressions``):
 
 - a person's name ``Name`` → ``first_name``, ``last_name``, read back as
   ``first_name || ' ' || last_name`` (every name has a space, split at the first one);
@@ -47,7 +47,11 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from cta.apply.database import (
+from cta.families.base import FamilyContext, NotApplicable
+from cta.families.model import DbEdit, Key
+from cta.families.naming import _identifier
+from cta.seeding import seeded_rng
+from cta.sql.database import (
     ColumnRef,
     SqlColumn,
     SqlSchema,
@@ -56,10 +60,6 @@ from cta.apply.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.families.base import FamilyContext, NotApplicable
-from cta.families.model import DbEdit, Key
-from cta.families.naming import _identifier
-from cta.seeding import seeded_rng
 from cta.table import ColumnType
 from cta.words import name_words, singular
 

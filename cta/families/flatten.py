@@ -16,7 +16,7 @@ key), the key equality disappears and the other conditions of the removed join m
 each ``A`` row met exactly one ``B`` row, the joined rows are ``A``'s rows, and so are the
 new ones. A query that uses ``B`` any other way — alone, joined on another condition, in
 an outer, ``NATURAL`` or ``USING`` join — needs ``B``'s own rows and raises
-:class:`~cta.apply.rewrite.SqlRewriteError` (``unsupported``): the item stays unperturbed.
+:class:`~cta.sql.rewrite.SqlRewriteError` (``unsupported``): the item stays unperturbed.
 Stars over ``A`` or ``B`` are spelled out in their original order; an unqualified
 reference that one of ``A``'s new columns could capture is qualified; the rewritten
 query is regenerated from the syntax tree (sqlglot, SQLite dialect).
@@ -35,19 +35,19 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from cta.apply.database import (
-    SqlSchema,
-    SqlTable,
-    quote_identifier,
-    sqlite_fold,
-)
-from cta.apply.rewrite import SqlRewriteError, _Binder, _outer, _Source
 from cta.families.base import FamilyContext, NotApplicable
 from cta.families.expressions import column_affinities, original_rows
 from cta.families.model import DbEdit, Key
 from cta.families.naming import _identifier
 from cta.formats.spider_grammar import spider_sql
 from cta.seeding import seeded_rng
+from cta.sql.database import (
+    SqlSchema,
+    SqlTable,
+    quote_identifier,
+    sqlite_fold,
+)
+from cta.sql.rewrite import SqlRewriteError, _Binder, _outer, _Source
 from cta.table import ForeignKey
 
 __all__ = ["Flatten", "FlattenPlan", "flatten_rewrite"]

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cta.apply.database import (
+from cta.apply.sample import ValueMode
+from cta.formats.spider import suite_member_target, suite_members
+from cta.sql.database import (
     ColumnRef,
     SchemaPerturbation,
     SqlSchema,
@@ -27,10 +29,8 @@ from cta.apply.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.apply.examples import PerturbedExample
-from cta.apply.rewrite import BoundQuery, SqlRewriteError
-from cta.apply.sample import ValueMode
-from cta.formats.spider import suite_member_target, suite_members
+from cta.sql.examples import PerturbedExample
+from cta.sql.rewrite import BoundQuery, SqlRewriteError
 from cta.table import Table
 
 __all__ = [

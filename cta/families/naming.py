@@ -16,7 +16,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from cta.apply.database import (
+from cta.apply.sample import candidate_pools
+from cta.families.base import FamilyContext, NotApplicable, carried_origin
+from cta.families.model import DbEdit, Key
+from cta.results import PerturbationResult
+from cta.seeding import seeded_rng
+from cta.sql.database import (
     ColumnRef,
     NewColumn,
     SchemaPerturbation,
@@ -25,12 +30,7 @@ from cta.apply.database import (
     perturb_schema,
     sqlite_fold,
 )
-from cta.apply.identifiers import identifier_style, sql_identifier
-from cta.apply.sample import candidate_pools
-from cta.families.base import FamilyContext, NotApplicable, carried_origin
-from cta.families.model import DbEdit, Key
-from cta.results import PerturbationResult
-from cta.seeding import seeded_rng
+from cta.sql.identifiers import identifier_style, sql_identifier
 from cta.table import Column, ColumnType, Table
 from cta.words import name_words
 

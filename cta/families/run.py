@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from cta.apply.examples import PerturbedExample, SqlExample
-from cta.apply.rewrite import BoundQuery, SqlRewriteError
 from cta.families.base import Family, FamilyContext, NotApplicable, rewrite_for, usage_of
 from cta.families.model import Database, DbEdit, ProtocolResult, Variant
+from cta.sql.examples import PerturbedExample, SqlExample
+from cta.sql.rewrite import BoundQuery, SqlRewriteError
 
 __all__ = ["run_families"]
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from cta.apply.database import (
+from cta.families.base import FamilyContext, NotApplicable
+from cta.families.model import DbEdit, Key
+from cta.seeding import seeded_rng
+from cta.sql.database import (
     ColumnRef,
     SqlColumn,
     SqlSchema,
@@ -19,9 +22,6 @@ from cta.apply.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.families.base import FamilyContext, NotApplicable
-from cta.families.model import DbEdit, Key
-from cta.seeding import seeded_rng
 from cta.table import ForeignKey
 
 __all__ = ["Normalise", "OpaqueKeys", "RemoveColumn", "Shuffle"]

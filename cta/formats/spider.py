@@ -25,19 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cta.apply.database import (
+from cta.formats.tables import (
+    SpiderEntry,
+    load_spider_database,
+    parse_spider_entry,
+    spider_column_type,
+)
+from cta.sql.database import (
     NewColumn,
     SchemaPerturbation,
     SqlColumn,
     SqlSchema,
     SqlTable,
     sqlite_fold,
-)
-from cta.formats.tables import (
-    SpiderEntry,
-    load_spider_database,
-    parse_spider_entry,
-    spider_column_type,
 )
 from cta.table import InvalidTableError, Table
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cta.apply.database import SqlColumn, SqlSchema, SqlTable, quote_identifier
 from cta.formats.tables import json_lines, normalise_name
+from cta.sql.database import SqlColumn, SqlSchema, SqlTable, quote_identifier
 from cta.table import ColumnType, InvalidTableError
 
 __all__ = [

@@ -48,7 +48,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, ScopeType, traverse_scope
 
-from cta.apply.database import ColumnRef, SqlSchema, SqlTable, quote_identifier, sqlite_fold
+from cta.sql.database import ColumnRef, SqlSchema, SqlTable, quote_identifier, sqlite_fold
 from cta.table import ProblemError
 
 __all__ = ["BoundQuery", "SqlRewriteError", "bind_query", "rewrite_query"]

@@ -193,7 +193,7 @@ def check(
     """Check a rewritten query against the original's result (or the error it raised).
 
     ``rewritten_sql`` is ``None`` when the rewrite failed; ``rewrite_problem`` is then
-    ``"<problem>: <message>"`` from :class:`~cta.apply.rewrite.SqlRewriteError`. With
+    ``"<problem>: <message>"`` from :class:`~cta.sql.rewrite.SqlRewriteError`. With
     ``original`` (database, query), an ordered mismatch gets a second look: rows that tie
     on the ORDER BY keys may come in any order (:func:`equal_up_to_ties`).
     """

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from cta.apply.identifiers import SQLITE_KEYWORDS, quote_identifier, sqlite_fold
-from cta.apply.values import added_column_values, generate_value
 from cta.seeding import seeded_rng
+from cta.sql.identifiers import SQLITE_KEYWORDS, quote_identifier, sqlite_fold
+from cta.sql.values import added_column_values, generate_value
 from cta.table import ColumnType, ForeignKey, ProblemError
 
 __all__ = [
@@ -385,7 +385,7 @@ def perturbed_rows(
 ) -> list[tuple[Any, ...]]:
     """``rows`` of ``table`` under its new column list: carried cells, then added ones.
 
-    Added columns get generated values (:func:`~cta.apply.values.added_column_values`: seeded
+    Added columns get generated values (:func:`~cta.sql.values.added_column_values`: seeded
     from ``seed`` and the table/column names, within the template column's range when the
     types match, NULL for text) — or NULLs.
     """
