@@ -21,9 +21,9 @@ from cta.evaluation.predictions import (
     Predictor,
 )
 from cta.evaluation.report import markdown, write_report
-from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.scoring import build_report, evaluate
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet, load_directory
+from cta.formats.tables import SpiderSchema
 
 __all__ = [
     "MODELS",

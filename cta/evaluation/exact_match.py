@@ -49,7 +49,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from cta.evaluation.schema import SpiderSchema
+from cta.formats.tables import SpiderSchema
 
 __all__ = [
     "Bound",

@@ -38,9 +38,9 @@ from sqlglot import exp
 from cta.evaluation.exact_match import UnsupportedSql, bind
 from cta.evaluation.linking import SchemaLinks, link_schema, name_lemmas
 from cta.evaluation.predictions import Prediction
-from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.sets import EvalDirectory, Question, question_text
 from cta.formats.spider_grammar import spider_sql
+from cta.formats.tables import SpiderSchema
 from cta.sql.database import quote_identifier
 from cta.sql.verify import ExecutionError, execute
 from cta.words import lemma_words

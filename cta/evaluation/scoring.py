@@ -26,8 +26,8 @@ from cta.evaluation.exact_match import ExactMatcher, UnsupportedSql, bind
 from cta.evaluation.execution import DEFAULT_TIMEOUT, ExecutionScorer
 from cta.evaluation.linking import LinkCounts, link_schema
 from cta.evaluation.predictions import Prediction, Predictor
-from cta.evaluation.schema import SpiderSchema
 from cta.evaluation.sets import ORIGINAL, EvalDirectory, Question, QuestionSet
+from cta.formats.tables import SpiderSchema
 from cta.reports import EvalReport, ItemResult, KindSummary, Scores, SetResult, Spread
 
 __all__ = [

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cta.evaluation.schema import SpiderSchema
 from cta.formats.drspider import (
     DATABASES,
     POST_DATABASES,
@@ -28,6 +27,7 @@ from cta.formats.drspider import (
     set_folders,
 )
 from cta.formats.spider import database_path
+from cta.formats.tables import SpiderSchema
 from cta.provenance import file_sha256, read_manifest
 from cta.table import InvalidTableError
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from cta.formats.tables import (
-    SpiderEntry,
+    SpiderSchema,
     load_spider_database,
     parse_spider_entry,
     spider_column_type,
@@ -153,7 +153,7 @@ def spider_schema(entry: Mapping[str, Any]) -> SqlSchema:
     return sql_schema(parse_spider_entry(entry))
 
 
-def sql_schema(parsed: SpiderEntry) -> SqlSchema:
+def sql_schema(parsed: SpiderSchema) -> SqlSchema:
     """The relational schema of a parsed ``tables.json`` entry."""
     columns = parsed.columns
     pks, fks = parsed.keys()

@@ -32,9 +32,11 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cta.sql.database import sqlite_fold
 from cta.table import Column, ColumnType, ForeignKey, InvalidTableError, Table
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ __all__ = [
     "spider_column_type",
     "spider_tables",
     "SpiderColumn",
-    "SpiderEntry",
+    "SpiderSchema",
 ]
 
 # Share of non-empty values that must parse as a type for the column to get it.
@@ -352,8 +354,12 @@ class SpiderColumn:
 
 
 @dataclass(frozen=True)
-class SpiderEntry:
-    """One ``tables.json`` entry, read once: names, columns by global index, keys.
+class SpiderSchema:
+    """One ``tables.json`` entry, read once (:func:`parse_spider_entry`): names, columns by
+    global index (``0`` is ``*``), keys, and lookups by SQL identifier (compared the way SQLite
+    compares them) — the one Spider schema model, for the drivers, the families and the
+    evaluation alike. :func:`cta.formats.spider.sql_schema` turns it into the format-neutral
+    relational :class:`~cta.sql.database.SqlSchema` that SQL is bound against.
 
     ``primary_keys`` and ``foreign_keys`` hold global column indices in entry order (a
     composite primary key contributes each of its columns).
@@ -366,9 +372,75 @@ class SpiderEntry:
     primary_keys: tuple[int, ...]
     foreign_keys: tuple[tuple[int, int], ...]
 
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any]) -> SpiderSchema:
+        """Read one ``tables.json`` entry (:func:`parse_spider_entry`)."""
+        return parse_spider_entry(entry)
+
+    @cached_property
+    def _tables(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for t, name in enumerate(self.table_originals):
+            found.setdefault(sqlite_fold(name), t)
+        return found
+
+    @cached_property
+    def _columns(self) -> dict[tuple[int, str], int]:
+        found: dict[tuple[int, str], int] = {}
+        for i, col in enumerate(self.columns):
+            if col.table >= 0:
+                found.setdefault((col.table, sqlite_fold(col.original)), i)
+        return found
+
     def table_columns(self, table: int) -> list[int]:
         """Global indices of the columns of ``table``, in schema order."""
         return [i for i, c in enumerate(self.columns) if c.table == table]
+
+    def table_index(self, name: str) -> int | None:
+        """The table an SQL identifier names, or None."""
+        return self._tables.get(sqlite_fold(name))
+
+    def column_index(self, table: int, name: str) -> int | None:
+        """The column ``name`` of table ``table`` (SQL identifier), or None."""
+        return self._columns.get((table, sqlite_fold(name)))
+
+    def column_key(self, index: int) -> str:
+        """Spider's evaluation key: ``__table.column__`` (lower case), ``__all__`` for ``*``."""
+        col = self.columns[index]
+        if col.table < 0:
+            return "__all__"
+        table = self.table_originals[col.table].lower()
+        return f"__{table}.{col.original.lower()}__"
+
+    def table_key(self, table: int) -> str:
+        """Spider's evaluation key of a table: ``__table__`` (lower case)."""
+        return f"__{self.table_originals[table].lower()}__"
+
+    def foreign_key_map(self) -> dict[str, str]:
+        """Spider's ``kmap``: every column of a foreign-key cluster → the cluster's first.
+
+        Clusters grow the way the Spider evaluation script grows them: a pair joins the first
+        cluster holding either of its columns.
+        """
+        clusters: list[set[int]] = []
+        for a, b in self.foreign_keys:
+            for cluster in clusters:
+                if a in cluster or b in cluster:
+                    break
+            else:
+                cluster = set()
+                clusters.append(cluster)
+            cluster.update((a, b))
+        kmap: dict[str, str] = {}
+        for cluster in clusters:
+            first = min(cluster)
+            for i in cluster:
+                kmap[self.column_key(i)] = self.column_key(first)
+        return kmap
+
+    def is_key(self, index: int) -> bool:
+        """Is the column a primary key or part of a foreign key?"""
+        return index in self.primary_keys or any(index in fk for fk in self.foreign_keys)
 
     def keys(self) -> tuple[dict[int, list[str]], dict[int, list[ForeignKey]]]:
         """By table index: the SQL identifiers of its primary key, and its foreign keys
@@ -387,7 +459,7 @@ class SpiderEntry:
         return pks, fks
 
 
-def parse_spider_entry(entry: Mapping[str, Any]) -> SpiderEntry:
+def parse_spider_entry(entry: Mapping[str, Any]) -> SpiderSchema:
     """Read one Spider ``tables.json`` entry: the one parser every Spider reader goes through.
 
     Raises :class:`InvalidTableError` (``malformed_table``) for a missing key, column or
@@ -431,7 +503,7 @@ def parse_spider_entry(entry: Mapping[str, Any]) -> SpiderEntry:
     for i, (pair, ctype) in enumerate(zip(col_names, col_types, strict=True)):
         t = int(pair[0])
         columns.append(SpiderColumn(t, str(pair[1]), owner(i) if t >= 0 else "*", str(ctype)))
-    return SpiderEntry(
+    return SpiderSchema(
         db_id=db_id,
         table_names=tuple(str(t) for t in table_names),
         table_originals=tuple(str(t) for t in table_originals),
@@ -452,7 +524,7 @@ def load_spider_database(entry: Mapping[str, Any]) -> list[Table]:
     return spider_tables(parse_spider_entry(entry))
 
 
-def spider_tables(parsed: SpiderEntry) -> list[Table]:
+def spider_tables(parsed: SpiderSchema) -> list[Table]:
     """The tables of a parsed Spider entry (see :func:`load_spider_database`)."""
     where = f"spider database {parsed.db_id!r}"
     pks, fks = parsed.keys()
