@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dataset_fixtures import PARSED_SQL, name_proposer, spider_entry, write_spider
@@ -272,6 +273,98 @@ def test_wikisql_protocol_remaps_indices(tmp_path: Path) -> None:
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master")]
     conn.close()
     assert "table_1_10015132_11_add_s0_v0" in names
+
+
+WIKISQL_TABLE = {
+    "id": "1-10015132-11",
+    "header": ["Player", "No.", "Position", "Years in Toronto", "School"],
+    "types": ["text", "real", "text", "text", "text"],
+    "rows": [
+        ["Ann", 3, "Guard", "1996-97", "Duke"],
+        ["Bob", 21, "Forward", "2001-02", "Iowa"],
+        ["Cy", 7, "Guard", "2003", "Duke"],
+    ],
+}
+WIKISQL_QUESTIONS = [
+    {"phase": 1, "table_id": "1-10015132-11", "question": "Who is the player wearing 21?",
+     "sql": {"sel": 0, "agg": 0, "conds": [[1, 0, 21]]}},
+    {"phase": 1, "table_id": "1-10015132-11", "question": "How many guards?",
+     "sql": {"sel": 0, "agg": 3, "conds": [[2, 0, "Guard"]]}},
+]  # fmt: skip
+
+
+def _wikisql(tmp_path: Path) -> tuple[Path, Path]:
+    tables, questions = tmp_path / "dev.tables.jsonl", tmp_path / "dev.jsonl"
+    tables.write_text(json.dumps(WIKISQL_TABLE) + "\n")
+    questions.write_text("".join(json.dumps(q) + "\n" for q in WIKISQL_QUESTIONS))
+    return tables, questions
+
+
+def test_wikisql_holds_the_families_its_logical_form_can(tmp_path: Path) -> None:
+    from dataset_fixtures import accept_all
+
+    from cta.datasets.wikisql import WIKISQL_FAMILIES
+
+    tables, questions = _wikisql(tmp_path)
+    out = tmp_path / "out"
+    kinds = ["shuffle", "remove-column", "insert-column", "abbreviation", "question-synonym"]
+    assert sorted(kinds) == sorted(WIKISQL_FAMILIES)
+    run = perturb_dataset(
+        "wikisql", tables, questions, out, propose, kinds, (0,), check_execution=True,
+        judge=accept_all,
+    )  # fmt: skip
+    assert run.verification is not None
+    assert run.verification["equivalent_share"] == 1.0, run.verification["problems"]
+    items = [json.loads(x) for x in (out / "mappings.jsonl").read_text().splitlines()]
+    changed = {i["kind"] for i in items if i["perturbed_db_id"] != i["db_id"] or i["question"]}
+    assert changed == set(kinds)  # every family changed some item
+
+    def written(kind: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        rows = [json.loads(x) for x in (out / f"dev_{kind}_s0.jsonl").read_text().splitlines()]
+        objs = (out / f"dev_{kind}_s0.tables.jsonl").read_text().splitlines()
+        return rows, {o["id"]: o for o in map(json.loads, objs)}
+
+    # Each written logical form, read over its written table, selects what the original did.
+    original = {r[0]: r for r in WIKISQL_TABLE["rows"]}
+    for kind in ("shuffle", "remove-column", "insert-column"):
+        rows, tables_of = written(kind)
+        assert len(rows) == 2
+        for record, source in zip(rows, WIKISQL_QUESTIONS, strict=True):
+            table = tables_of[record["table_id"]]
+            sel = table["header"][record["sql"]["sel"]]
+            assert sel == "Player"
+            for (col, _, value), (old_col, _, old_value) in zip(
+                record["sql"]["conds"], source["sql"]["conds"], strict=True
+            ):
+                assert table["header"][col] == WIKISQL_TABLE["header"][old_col]
+                assert value == old_value
+            player = table["header"].index("Player")
+            assert sorted(r[player] for r in table["rows"]) == sorted(original)
+    _, shuffled = written("shuffle")
+    [table] = shuffled.values()
+    assert table["header"] != WIKISQL_TABLE["header"]
+    assert sorted(table["header"]) == sorted(WIKISQL_TABLE["header"])
+    _, removed = written("remove-column")
+    [table] = removed.values()
+    gone = set(WIKISQL_TABLE["header"]) - set(table["header"])
+    assert len(table["header"]) == 4 and gone <= {"Years in Toronto", "School"}  # unused ones
+    _, abbreviated = written("abbreviation")
+    [table] = abbreviated.values()
+    assert table["header"] != WIKISQL_TABLE["header"] and table["rows"] == WIKISQL_TABLE["rows"]
+    synonyms, _ = written("question-synonym")
+    assert [r["question"] for r in synonyms] != [q["question"] for q in WIKISQL_QUESTIONS]
+
+
+def test_wikisql_refuses_a_family_it_cannot_hold(tmp_path: Path) -> None:
+    from cta.table import InvalidTableError
+
+    tables, questions = _wikisql(tmp_path)
+    for kind in ("flatten", "column-split", "table-rename"):
+        with pytest.raises(InvalidTableError, match="WikiSQL's logical form"):
+            perturb_dataset("wikisql", tables, questions, tmp_path / "o", propose, [kind], (0,))
+    code = main(["dataset", "perturb", "--format", "wikisql", "--tables", str(tables),
+                 "--questions", str(questions), "--out", str(tmp_path / "c"), "--kind", "flatten"])  # fmt: skip
+    assert code == 2
 
 
 def test_wtq_perturbs_tables_and_repoints_questions(tmp_path: Path) -> None:

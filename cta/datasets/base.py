@@ -184,7 +184,8 @@ def cta_only(kinds: Sequence[str]) -> list[Kind]:
     cta, families = cta_kinds(kinds)
     if families:
         raise InvalidTableError(
-            "unsupported_kind", f"kind {families[0]!r}: the families need the Spider format"
+            "unsupported_kind",
+            f"kind {families[0]!r}: this format holds only rpl and add (docs/families.md)",
         )
     return cta
 

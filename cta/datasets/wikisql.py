@@ -8,6 +8,8 @@ execution check runs.
 
 from __future__ import annotations
 
+import dataclasses
+import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,18 +19,21 @@ from typing import Any
 
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
-    CtaOnlyFormat,
+    CTA_KINDS,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
-    cta_only,
+    cta_kinds,
     finish_run,
     materialise,
     question_files,
     run_protocol,
     write_mappings,
 )
-from cta.families.model import Database, Variant
+from cta.families import make_families
+from cta.families.base import Family, FamilyContext, NotApplicable
+from cta.families.model import Database, DbEdit, ProtocolResult, Variant
+from cta.families.run import run_families
 from cta.formats.tables import load_wikisql_table
 from cta.formats.wikisql import (
     WikiSqlDataset,
@@ -44,6 +49,7 @@ from cta.sql.database import (
     SchemaError,
     SqlTable,
     perturbed_rows,
+    quote_identifier,
     sqlite_fold,
 )
 from cta.sql.examples import PerturbedExample, SqlExample
@@ -57,8 +63,20 @@ def _index_map(table: SqlTable, new_columns: Sequence[NewColumn]) -> dict[int, i
     return {table.index(c.source): j for j, c in enumerate(new_columns) if c.source is not None}
 
 
-class WikiSqlFormat(CtaOnlyFormat):
-    """The WikiSQL driver (:class:`~cta.datasets.base.DatasetFormat`): RPL and ADD.
+WIKISQL_FAMILIES: tuple[str, ...] = (
+    "abbreviation",
+    "shuffle",
+    "remove-column",
+    "insert-column",
+    "question-synonym",
+)
+"""The families WikiSQL's logical form can hold: one table, columns by index (moved by the
+edit), no expressions, no table names (see docs/families.md)."""
+
+
+class WikiSqlFormat:
+    """The WikiSQL driver (:class:`~cta.datasets.base.DatasetFormat`): RPL, ADD and the
+    families of :data:`WIKISQL_FAMILIES`.
 
     Writes per kind and seed (or ``augment``) ``<name>_….jsonl`` + ``<name>_….tables.jsonl``
     + ``<name>_….db`` (WikiSQL's evaluator layout), ``mappings.jsonl`` and, with
@@ -67,6 +85,17 @@ class WikiSqlFormat(CtaOnlyFormat):
     """
 
     name = "wikisql"
+
+    def check(self, kinds: Sequence[str]) -> None:
+        """A family WikiSQL cannot hold is refused before anything is read."""
+        _, families = cta_kinds(kinds)
+        for kind in families:
+            if kind not in WIKISQL_FAMILIES:
+                raise InvalidTableError(
+                    "unsupported_kind",
+                    f"kind {kind!r}: WikiSQL's logical form (one table, columns by index, no "
+                    f"expressions) cannot hold it; it holds {', '.join(WIKISQL_FAMILIES)}",
+                )
 
     def load(self, files: DatasetFiles) -> WikiSqlDataset:
         return load_wikisql(files.required_questions("WikiSQL"), files.tables)
@@ -80,7 +109,9 @@ WIKISQL = WikiSqlFormat()
 
 def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
     say, values, out = request.say, request.values, request.out_dir
-    kinds, seeds = cta_only(request.kinds), request.seeds
+    WIKISQL.check(request.kinds)
+    kinds, family_kinds = cta_kinds(request.kinds)
+    seeds = request.seeds
     seconds: dict[str, float] = {}
     databases: dict[str, Database] = {}
     invalid: dict[str, str] = {}
@@ -115,13 +146,28 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
         record_of[ex_id] = record
     say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
     result = run_protocol(examples, databases, request.proposer, kinds, seeds, values)
+    seconds["protocol"] = round(result.seconds, 3)
+    with tempfile.TemporaryDirectory(prefix="cta-wikisql-") as tmp:
+        if family_kinds:
+            t0 = time.perf_counter()
+            families = _run_families(
+                request, family_kinds, examples, databases, record_of, result, Path(tmp)
+            )
+            result = ProtocolResult(
+                result.examples + families.examples,
+                {**result.variants, **families.variants},
+                result.bound,
+                result.seconds,
+            )
+            seconds["families"] = round(time.perf_counter() - t0, 3)
+        # The family variants' cells, migrated the way their databases are.
+        family_rows = _family_rows(result, databases, examples, Path(tmp), values)
     result.examples += [
         PerturbedExample.of(ex_id, table_id, kind, seed, sql=None, problem=problem)
         for ex_id, table_id, problem in skipped
-        for kind in kinds
+        for kind in request.kinds
         for seed in seeds
     ]
-    seconds["protocol"] = round(result.seconds, 3)
 
     # The artefact is the remapped logical form; its SQL replaces the rewriter's text.
     t0 = time.perf_counter()
@@ -132,6 +178,16 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
             continue
         variant = result.variants[pe.perturbed_db_id]
         table = databases[pe.db_id].schema.tables[0]
+        if variant.kind not in CTA_KINDS:
+            new_table = variant.edit.schema.tables[0]
+            form = remap(record_of[pe.id]["sql"], _family_index_map(table, variant))
+            pe.sql = to_sql(form, new_table.name, [c.name for c in new_table.columns])
+            forms[(pe.id, pe.kind, pe.seed)] = form
+            if variant.db_id not in new_tables:
+                new_tables[variant.db_id] = _family_table(
+                    dataset.tables[pe.db_id], variant, table, family_rows[variant.db_id]
+                )
+            continue
         assert variant.edit.perturbation is not None  # an RPL/ADD variant
         [(_, new_columns)] = list(variant.edit.perturbation.tables.items())
         form = remap(record_of[pe.id]["sql"], _index_map(table, new_columns))
@@ -155,6 +211,8 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
         if pe.perturbed_db_id != pe.db_id:
             record["table_id"] = pe.perturbed_db_id
             record["sql"] = forms[(pe.id, pe.kind, pe.seed)]
+        if pe.question is not None:
+            record["question"] = pe.question
         return record
 
     files: list[str] = []
@@ -211,3 +269,110 @@ def _wikisql_table(
         )
     ]
     return new
+
+
+class _OneTable:
+    """A family whose edits must fit WikiSQL's logical form: one table, columns moved,
+    renamed, dropped or added — never an expression or a rewrite of the family's own."""
+
+    def __init__(self, family: Family) -> None:
+        self.family = family
+        self.kind = family.kind
+
+    def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
+        edit = self.family.plan(ctx, seed)
+        if len(edit.schema.tables) != 1 or edit.expressions or edit.rewrite is not None:
+            raise NotApplicable("WikiSQL's logical form cannot hold this edit")
+        return edit
+
+
+def _run_families(
+    request: DatasetRequest,
+    kinds: Sequence[str],
+    examples: Sequence[SqlExample],
+    databases: Mapping[str, Database],
+    record_of: Mapping[str, Mapping[str, Any]],
+    result: ProtocolResult,
+    tmp: Path,
+) -> ProtocolResult:
+    """The families of ``kinds`` over the examples, planned on the original tables written
+    as SQLite databases under ``tmp`` (the cells some families read)."""
+    if "abbreviation" in kinds and request.judge is None:
+        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
+
+    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        raise InvalidTableError("missing_judge", "this family needs the judge")
+
+    made = make_families(kinds, request.proposer, request.judge or no_judge)
+    families = {kind: _OneTable(family) for kind, family in made.items()}
+    paths = materialise(ProtocolResult([], {}, result.bound), databases, tmp / "original", examples)
+    dbs = {db_id: dataclasses.replace(db, path=paths.get(db_id)) for db_id, db in databases.items()}
+    questions = {ex_id: str(r.get("question", "")) for ex_id, r in record_of.items()}
+    return run_families(examples, dbs, result.bound, families, request.seeds, questions)
+
+
+def _family_rows(
+    result: ProtocolResult,
+    databases: Mapping[str, Database],
+    examples: Sequence[SqlExample],
+    tmp: Path,
+    values: ValueMode,
+) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of every family variant's table, migrated (or, for an added column,
+    generated) the way its database is written."""
+    family = {k: v for k, v in result.variants.items() if v.kind not in CTA_KINDS}
+    if not family:
+        return {}
+    paths = materialise(
+        ProtocolResult([], family, result.bound), databases, tmp / "edited", examples
+    )
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    for db_id, variant in family.items():
+        table = variant.edit.schema.tables[0]
+        conn = sqlite3.connect(f"file:{paths[db_id]}?mode=ro", uri=True)
+        try:
+            sql = f"SELECT * FROM {quote_identifier(table.name)} ORDER BY rowid"
+            rows[db_id] = [tuple(r) for r in conn.execute(sql)]
+        finally:
+            conn.close()
+    return rows
+
+
+def _family_index_map(table: SqlTable, variant: Variant) -> dict[int, int]:
+    """Old column index → new index of the columns a family's edit carries over."""
+    new = variant.edit.schema.tables[0]
+    out: dict[int, int] = {}
+    for j, column in enumerate(new.columns):
+        origin = variant.edit.origin.get((sqlite_fold(new.name), sqlite_fold(column.name)))
+        if origin is not None:
+            found = table.find(origin[1])
+            if found is not None:
+                out.setdefault(table.index(found.name), j)
+    return out
+
+
+def _family_table(
+    obj: Mapping[str, Any], variant: Variant, table: SqlTable, rows: list[tuple[Any, ...]]
+) -> dict[str, Any]:
+    """The ``tables.jsonl`` object of a table a family edited (same keys as the original):
+    header in the edit's order, a renamed or added column under the name the edit gives it."""
+    header = list(obj["header"])
+    types = list(obj.get("types") or [])
+    old_of = {j: i for i, j in _family_index_map(table, variant).items()}
+    new = variant.edit.schema.tables[0]
+    new_header, new_types = [], []
+    for j, column in enumerate(new.columns):
+        label = variant.edit.labels.get((sqlite_fold(new.name), sqlite_fold(column.name)))
+        i = old_of.get(j)
+        new_header.append(label or (header[i] if i is not None else column.name))
+        if i is not None:
+            new_types.append(types[i] if i < len(types) else "text")
+        else:
+            new_types.append("real" if column.type is ColumnType.NUMBER else "text")
+    out = dict(obj)
+    out["id"] = variant.db_id
+    out["header"] = new_header
+    if "types" in obj:
+        out["types"] = new_types
+    out["rows"] = [list(r) for r in rows]
+    return out
