@@ -389,6 +389,71 @@ def test_wtq_perturbs_tables_and_repoints_questions(tmp_path: Path) -> None:
     assert added[0] == '"Year","month","Player","coach","Position","number #"'
 
 
+def test_wtq_holds_the_families_that_keep_every_cell(tmp_path: Path) -> None:
+    from dataset_fixtures import accept_all
+
+    from cta.datasets.wtq import WTQ_FAMILIES
+    from cta.table import InvalidTableError
+
+    root = tmp_path / "wtq"
+    (root / "csv" / "200-csv").mkdir(parents=True)
+    (root / "csv" / "200-csv" / "0.csv").write_text(
+        '"Year","Player","Position"\n"1999","Ann","Guard"\n"2001","Bob","Forward"\n'
+    )
+    (root / "data").mkdir()
+    (root / "data" / "q.tsv").write_text(
+        "id\tutterance\tcontext\ttargetValue\n"
+        "nu-0\twhich player played guard?\tcsv/200-csv/0.csv\tAnn\n"
+        "nu-1\tin which year did bob start?\tcsv/200-csv/0.csv\t2001\n"
+    )
+    out = tmp_path / "out"
+    kinds = list(WTQ_FAMILIES)
+    run = perturb_dataset(
+        "wtq", root, root / "data" / "q.tsv", out, propose, kinds, (0,), judge=accept_all
+    )
+    items = [json.loads(x) for x in (out / "mappings.jsonl").read_text().splitlines()]
+    assert {i["kind"] for i in items if not i["unchanged"]} == set(kinds), items
+    original = [
+        line.split(",") for line in (root / "csv" / "200-csv" / "0.csv").read_text().splitlines()
+    ]
+    for kind in ("shuffle", "insert-column", "abbreviation"):
+        tsv = [line.split("\t") for line in (out / f"q_{kind}_s0.tsv").read_text().splitlines()]
+        assert {row[2] for row in tsv[1:]} == {f"csv/200-csv/0_{kind}_s0.csv"}
+        edited = [line.split(",") for line in (out / tsv[1][2]).read_text().splitlines()]
+        # Every original column's cells are there, row by row, whatever its new name or place.
+        columns = list(zip(*edited, strict=True))
+        for j, name in enumerate(original[0]):
+            cells = [row[j] for row in original[1:]]
+            assert any(list(col[1:]) == cells for col in columns), (kind, name)
+    shuffled = (out / "csv" / "200-csv" / "0_shuffle_s0.csv").read_text().splitlines()[0]
+    assert shuffled != '"Year","Player","Position"' and sorted(shuffled.split(",")) == sorted(
+        original[0]
+    )
+    assert (
+        len(
+            (out / "csv" / "200-csv" / "0_insert-column_s0.csv")
+            .read_text()
+            .splitlines()[0]
+            .split(",")
+        )
+        == 4
+    )
+    synonyms = [
+        line.split("\t") for line in (out / "q_question-synonym_s0.tsv").read_text().splitlines()
+    ]
+    assert [r[1] for r in synonyms[1:]] != [
+        "which player played guard?",
+        "in which year did bob start?",
+    ]
+    assert {r[2] for r in synonyms[1:]} == {"csv/200-csv/0.csv"}
+    assert run.variants == 3
+    for kind in ("remove-column", "column-split", "flatten"):
+        with pytest.raises(InvalidTableError, match="WTQ has no SQL"):
+            perturb_dataset(
+                "wtq", root, root / "data" / "q.tsv", tmp_path / "o", propose, [kind], (0,)
+            )
+
+
 def test_cli_rejects_a_bad_kind(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(
         [

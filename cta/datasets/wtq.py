@@ -8,23 +8,40 @@ inserts a column, no cell of the original columns changes).
 
 from __future__ import annotations
 
+import sqlite3
+import tempfile
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import BaseModel
 
 from cta.apply.sample import sample_perturbations
 from cta.datasets.base import (
-    CtaOnlyFormat,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
-    cta_only,
+    cta_kinds,
     summarise,
     write_mappings,
 )
+from cta.families import make_families
+from cta.families.base import FamilyContext, NotApplicable, Usage
+from cta.families.model import DbEdit, Variant, materialise_variant
+from cta.formats.tables import normalise_name
 from cta.formats.wtq import WtqDataset, load_wtq, write_csv, write_tsv
+from cta.sql.database import (
+    SchemaError,
+    SqlColumn,
+    SqlSchema,
+    SqlTable,
+    create_database,
+    quote_identifier,
+    sqlite_fold,
+)
+from cta.table import Column, InvalidTableError, Table
 
-__all__ = ["WTQ", "WtqFormat", "WtqMapping"]
+__all__ = ["WTQ", "WTQ_FAMILIES", "WtqFamilyMapping", "WtqFormat", "WtqMapping"]
 
 
 class WtqMapping(BaseModel):
@@ -38,14 +55,43 @@ class WtqMapping(BaseModel):
     unperturbed: dict[str, str]
 
 
-class WtqFormat(CtaOnlyFormat):
-    """The WTQ driver (:class:`~cta.datasets.base.DatasetFormat`): RPL and ADD.
+WTQ_FAMILIES: tuple[str, ...] = ("abbreviation", "shuffle", "insert-column", "question-synonym")
+"""The families WTQ can hold: its answers are computed from the cells, so an edit may rename,
+move or add columns, or reword the question — never drop a column or change a cell."""
+
+
+class WtqFamilyMapping(BaseModel):
+    """One table (or, for ``question-synonym``, its questions) under one family and seed."""
+
+    context: str
+    kind: str
+    seed: int
+    perturbed_context: str
+    operation: str | None = None
+    unchanged: str | None = None
+
+
+class WtqFormat:
+    """The WTQ driver (:class:`~cta.datasets.base.DatasetFormat`): RPL, ADD and the families
+    of :data:`WTQ_FAMILIES`.
 
     Writes the original and perturbed CSVs, per kind and seed (or ``augment``)
-    ``<name>_….tsv`` and ``mappings.jsonl`` (one line per table × kind × seed).
+    ``<name>_….tsv`` and ``mappings.jsonl`` (one line per table × kind × seed). A family sees
+    every column as used (a WTQ answer may come from any of them), so it never drops one.
     """
 
     name = "wtq"
+
+    def check(self, kinds: Sequence[str]) -> None:
+        """A family WTQ cannot hold is refused before anything is read."""
+        _, families = cta_kinds(kinds)
+        for kind in families:
+            if kind not in WTQ_FAMILIES:
+                raise InvalidTableError(
+                    "unsupported_kind",
+                    f"kind {kind!r}: WTQ has no SQL, and its answers are computed from the "
+                    f"cells; it holds {', '.join(WTQ_FAMILIES)}",
+                )
 
     def load(self, files: DatasetFiles) -> WtqDataset:
         return load_wtq(files.tables, files.questions)
@@ -59,7 +105,9 @@ WTQ = WtqFormat()
 
 def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
     started = time.perf_counter()
-    kinds, seeds, out = cta_only(request.kinds), request.seeds, request.out_dir
+    WTQ.check(request.kinds)
+    kinds, family_kinds = cta_kinds(request.kinds)
+    seeds, out = request.seeds, request.out_dir
     contexts = list(dataset.tables)
     request.say(f"proposer: {len(contexts)} tables")
     results = request.proposer([dataset.tables[c] for c in contexts]) if contexts else []
@@ -91,6 +139,18 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
                         unperturbed=dict(pt.unperturbed),
                     )
                 )
+    questions: dict[tuple[str, str, int], str] = {}  # (question id, kind, seed) → new wording
+    family_mappings: list[WtqFamilyMapping] = []
+    if family_kinds:
+        family_mappings = _families(dataset, request, family_kinds, moved, questions, files)
+
+    def perturbed(record: dict[str, str], kind: str, seed: int) -> dict[str, str]:
+        new = {**record, "context": moved[(record["context"], kind, seed)]}
+        wording = questions.get((record["id"], kind, seed))
+        if wording is not None:
+            new["utterance"] = wording
+        return new
+
     if dataset.records:
         groups: dict[str, list[dict[str, str]]] = {}
         for seed in seeds:
@@ -98,19 +158,144 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
                 rows = []
                 for record in dataset.records:
                     rows.append(record)
-                    for kind in kinds:
-                        rows.append({**record, "context": moved[(record["context"], kind, seed)]})
+                    for name in request.kinds:
+                        rows.append(perturbed(record, name, seed))
                 groups[f"{dataset.name}_augmented_s{seed}"] = rows
             else:
-                for kind in kinds:
-                    groups[f"{dataset.name}_{kind}_s{seed}"] = [
-                        {**r, "context": moved[(r["context"], kind, seed)]} for r in dataset.records
+                for name in request.kinds:
+                    groups[f"{dataset.name}_{name}_s{seed}"] = [
+                        perturbed(r, name, seed) for r in dataset.records
                     ]
         for stem, rows in groups.items():
             write_tsv(out / f"{stem}.tsv", dataset.header, rows)
             files.append(f"{stem}.tsv")
-    write_mappings(out, mappings, files)
+    write_mappings(out, [*mappings, *family_mappings], files)
     changed = sum(1 for m in mappings if m.mapping)
-    counts = (len(mappings), changed, 0, len(mappings) - changed, changed)
+    changed += sum(1 for m in family_mappings if m.unchanged is None)
+    edited = changed - sum(
+        1 for m in family_mappings if m.kind == "question-synonym" and not m.unchanged
+    )
+    entries = len(mappings) + len(family_mappings)
+    counts = (entries, changed, 0, entries - changed, edited)
     seconds = {"total": round(time.perf_counter() - started, 3)}
     return summarise(out, len(dataset.records), counts, files, seconds)
+
+
+def _families(
+    dataset: WtqDataset,
+    request: DatasetRequest,
+    kinds: Sequence[str],
+    moved: dict[tuple[str, str, int], str],
+    questions: dict[tuple[str, str, int], str],
+    files: list[str],
+) -> list[WtqFamilyMapping]:
+    """The families of ``kinds`` over every table and seed: edited tables written beside the
+    originals (``<n>_<kind>_s<seed>.csv``, cells migrated as a database's are), reworded
+    questions in ``questions``; one mapping per table × kind × seed."""
+    if "abbreviation" in kinds and request.judge is None:
+        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
+
+    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        raise InvalidTableError("missing_judge", "this family needs the judge")
+
+    families = make_families(kinds, request.proposer, request.judge or no_judge)
+    by_context: dict[str, list[dict[str, str]]] = {}
+    for record in dataset.records:
+        by_context.setdefault(record["context"], []).append(record)
+    out: list[WtqFamilyMapping] = []
+    with tempfile.TemporaryDirectory(prefix="cta-wtq-") as tmp:
+        for n, (context, table) in enumerate(dataset.tables.items()):
+            try:
+                schema = SqlSchema(
+                    (
+                        SqlTable(
+                            f"t{n}",
+                            tuple(SqlColumn(normalise_name(c.name), c.type) for c in table.columns),
+                        ),
+                    )
+                )
+            except SchemaError as exc:
+                schema, problem = None, f"not_applicable: the table cannot be a database ({exc})"
+            source = Path(tmp) / "original" / str(n) / f"t{n}.sqlite"  # alone: no test suite
+            if schema is not None:
+                create_database(
+                    source, schema, {schema.tables[0].name: [tuple(r) for r in table.rows]}
+                )
+                sql_table = schema.tables[0]
+                keys = frozenset(
+                    (sqlite_fold(sql_table.name), sqlite_fold(c.name)) for c in sql_table.columns
+                )
+                ctx = FamilyContext(
+                    db_id=context,
+                    schema=schema,
+                    tables=[table],
+                    entry=None,
+                    usage=Usage(keys, frozenset({sqlite_fold(sql_table.name)}), frozenset()),
+                    queries=[],
+                    path=source,
+                )
+            for kind, family in families.items():
+                for seed in request.seeds:
+                    moved[(context, kind, seed)] = context
+                    item = WtqFamilyMapping(
+                        context=context, kind=kind, seed=seed, perturbed_context=context
+                    )
+                    if schema is None:
+                        out.append(item.model_copy(update={"unchanged": problem}))
+                        continue
+                    try:
+                        edit = family.plan(ctx, seed)
+                    except NotApplicable as exc:
+                        out.append(item.model_copy(update={"unchanged": f"not_applicable: {exc}"}))
+                        continue
+                    if edit.question is not None:
+                        reworded = 0
+                        for record in by_context.get(context, []):
+                            new = edit.question(record["utterance"])
+                            if new is not None:
+                                questions[(record["id"], kind, seed)] = new
+                                reworded += 1
+                        update = {
+                            "operation": f"{edit.operation} ({reworded} of {len(by_context.get(context, []))} questions)"
+                        }
+                        if not reworded:
+                            update = {"unchanged": "no schema word of a question has a synonym"}
+                        out.append(item.model_copy(update=update))
+                        continue
+                    target = f"{context.removesuffix('.csv')}_{kind}_s{seed}.csv"
+                    variant = Variant(target, context, kind, seed, edit)
+                    written = Path(tmp) / "edited" / f"{kind}_s{seed}_{n}.sqlite"
+                    materialise_variant(variant, source, written, schema, values=request.values)
+                    write_csv(request.out_dir / target, _edited_table(table, schema, edit, written))
+                    files.append(target)
+                    moved[(context, kind, seed)] = target
+                    out.append(
+                        item.model_copy(
+                            update={"perturbed_context": target, "operation": edit.operation}
+                        )
+                    )
+    return out
+
+
+def _edited_table(table: Table, schema: SqlSchema, edit: DbEdit, written: Path) -> Table:
+    """The natural table of an edited database: columns in the edit's order, each under the
+    name the edit gives it (or its own), cells as the written database holds them."""
+    old = schema.tables[0]
+    new = edit.schema.tables[0]
+    columns = []
+    for column in new.columns:
+        key = (sqlite_fold(new.name), sqlite_fold(column.name))
+        origin = edit.origin.get(key)
+        carried = old.find(origin[1]) if origin is not None else None
+        natural = table.columns[old.index(carried.name)] if carried is not None else None
+        name = edit.labels.get(key) or (natural.name if natural is not None else column.name)
+        columns.append(Column(name=name, type=natural.type if natural is not None else column.type))
+    conn = sqlite3.connect(f"file:{written}?mode=ro", uri=True)
+    try:
+        rows = [
+            list(r)
+            for r in conn.execute(f"SELECT * FROM {quote_identifier(new.name)} ORDER BY rowid")
+        ]
+    finally:
+        conn.close()
+    return table.model_copy(update={"columns": columns, "rows": rows, "target_columns": None})
