@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
         "--kind",
         default="rpl,add",
         help="comma-separated kinds: rpl, add (default rpl,add), a family of cta.families "
-        f"({', '.join(FAMILY_KINDS)}: every one for Spider, five for WikiSQL, none for WTQ — "
+        f"({', '.join(FAMILY_KINDS)}: every one for Spider, five for WikiSQL, four for WTQ — "
         "docs/families.md) or all",
     )
     run.add_argument("--seeds", type=int, default=5, help="seeds 0…N-1 (default 5)")
