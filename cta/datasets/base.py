@@ -41,6 +41,8 @@ from typing import Any, Protocol, TypeVar, cast
 from pydantic import BaseModel, Field
 
 from cta.apply.sample import ValueMode, sample_perturbations
+from cta.families import make_families
+from cta.families.base import Family
 from cta.families.model import (
     Database,
     DbEdit,
@@ -49,6 +51,7 @@ from cta.families.model import (
     materialise_variant,
 )
 from cta.families.naming import EquivalenceJudge
+from cta.families.run import run_families
 from cta.formats.spider import suite_members
 from cta.results import Kind, PerturbationResult, PerturbedTable
 from cta.sql.database import (
@@ -87,6 +90,8 @@ __all__ = [
     "finish_run",
     "materialise",
     "question_files",
+    "request_families",
+    "bind_examples",
     "run_protocol",
     "summarise",
     "verify",
@@ -188,6 +193,21 @@ def cta_only(kinds: Sequence[str]) -> list[Kind]:
             f"kind {families[0]!r}: this format holds only rpl and add (docs/families.md)",
         )
     return cta
+
+
+def request_families(request: DatasetRequest) -> dict[str, Family]:
+    """The families the request's kinds name, built over its proposer and judge (none for
+    RPL/ADD alone); ``missing_judge`` when one needs the judge and the request has none."""
+    _, kinds = cta_kinds(request.kinds)
+    if not kinds:
+        return {}
+    if "abbreviation" in kinds and request.judge is None:
+        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
+
+    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
+        raise InvalidTableError("missing_judge", "this family needs the judge")
+
+    return make_families(kinds, request.proposer, request.judge or no_judge)
 
 
 # -- the protocol -----------------------------------------------------------------------------------
@@ -296,16 +316,10 @@ def _sample_tables(
     return sampled
 
 
-def run_protocol(
-    examples: Sequence[SqlExample],
-    databases: Mapping[str, Database],
-    proposer: Proposer,
-    kinds: Sequence[Kind] = ("rpl", "add"),
-    seeds: Sequence[int] = (0, 1, 2, 3, 4),
-    values: ValueMode = "generate",
-) -> ProtocolResult:
-    """Perturb every example once per kind and seed (see the module docstring)."""
-    started = time.perf_counter()
+def bind_examples(
+    examples: Sequence[SqlExample], databases: Mapping[str, Database]
+) -> dict[str, BoundQuery | SqlRewriteError]:
+    """Each example's gold SQL bound to its database's schema (or why it cannot be)."""
     ids = [ex.id for ex in examples]
     if len(set(ids)) != len(ids):
         raise ValueError("example ids must be unique")
@@ -319,6 +333,37 @@ def run_protocol(
             except SqlRewriteError as exc:
                 cache[key] = exc
         bound[ex.id] = cache[key]
+    return bound
+
+
+def run_protocol(
+    examples: Sequence[SqlExample],
+    databases: Mapping[str, Database],
+    proposer: Proposer,
+    kinds: Sequence[str] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    values: ValueMode = "generate",
+    *,
+    families: Mapping[str, Family] | None = None,
+    bound: Mapping[str, BoundQuery | SqlRewriteError] | None = None,
+    questions: Mapping[str, str] | None = None,
+) -> ProtocolResult:
+    """The one runner: every example once per kind and seed, one record each.
+
+    RPL and ADD are planned per question over the pipeline's proposals (see the module
+    docstring); every other kind by its family in ``families``, once per database and seed
+    (:func:`cta.families.run.run_families`: the databases' ``path`` is the written original a
+    family reads cells from, ``questions`` the question text per example id). The records come
+    RPL/ADD first, then the families, each in example × kind × seed order. ``bound`` is
+    :func:`bind_examples`'s result when the caller already has it.
+    """
+    started = time.perf_counter()
+    if bound is None:
+        bound = bind_examples(examples, databases)
+    kinds, others = cta_kinds(kinds)
+    missing = [k for k in others if families is None or k not in families]
+    if missing:
+        raise ValueError(f"no family given for {', '.join(missing)}")
 
     # One proposer call over every table a gold SQL touches, targets = mentioned columns.
     targets = _targets(databases, bound, examples)
@@ -384,7 +429,15 @@ def run_protocol(
                         unperturbed=sampled.unperturbed,
                     )
                 )
-    return ProtocolResult(out, variants, bound, seconds=time.perf_counter() - started)
+    result = ProtocolResult(out, variants, dict(bound))
+    if others:
+        assert families is not None
+        chosen = {k: families[k] for k in others}
+        found = run_families(examples, databases, bound, chosen, seeds, questions)
+        result.examples += found.examples
+        result.variants.update(found.variants)
+    result.seconds = time.perf_counter() - started
+    return result
 
 
 def _sql_mapping(

@@ -20,21 +20,22 @@ from typing import Any
 
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
+    CTA_KINDS,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
     Proposer,
-    cta_kinds,
+    bind_examples,
     finish_run,
     materialise,
     question_files,
+    request_families,
     run_protocol,
     write_mappings,
 )
-from cta.families import entry_of, make_families
-from cta.families.model import Database, ProtocolResult, materialise_variant
+from cta.families import entry_of
+from cta.families.model import Database, ProtocolResult
 from cta.families.naming import EquivalenceJudge
-from cta.families.run import run_families
 from cta.formats.spider import (
     SpiderDataset,
     gold_line,
@@ -117,44 +118,34 @@ class SpiderFormat:
     def perturb(self, dataset: SpiderDataset, request: DatasetRequest) -> DatasetRun:
         say, values, out = request.say, request.values, request.out_dir
         seconds: dict[str, float] = {}
-        protocol_kinds, family_kinds = cta_kinds(request.kinds)
         examples, databases = spider_inputs(dataset)
+        t0 = time.perf_counter()
+        bound = bind_examples(examples, databases)
+        # The originals first: families plan on them (some read their cells).
+        say(f"databases: {len(databases)} originals")
+        written = materialise(
+            ProtocolResult([], {}, bound), databases, out / "database", examples,
+            request.synthesis_seed, values,
+        )  # fmt: skip
+        seconds["databases"] = round(time.perf_counter() - t0, 3)
+        databases = _with_originals(databases, dataset.schemas, written)
+        records = _SpiderRecords(dataset.records, examples)
         say(
             f"protocol: {len(examples)} examples × {len(request.kinds)} kinds × "
             f"{len(request.seeds)} seeds"
         )
         result = run_protocol(
-            examples, databases, request.proposer, protocol_kinds, request.seeds, values
-        )
+            examples, databases, request.proposer, request.kinds, request.seeds, values,
+            families=request_families(request), bound=bound, questions=records.questions(),
+        )  # fmt: skip
         seconds["protocol"] = round(result.seconds, 3)
-
         t0 = time.perf_counter()
-        say(f"databases: {len(databases)} originals, {len(result.variants)} perturbed")
+        say(f"databases: {len(result.variants)} perturbed")
         paths = materialise(
             result, databases, out / "database", examples, request.synthesis_seed, values
         )
-        seconds["databases"] = round(time.perf_counter() - t0, 3)
-
-        records = _SpiderRecords(dataset.records, examples)
-        records.add_protocol(dataset.schemas, result)
-        if family_kinds:
-            t0 = time.perf_counter()
-            families = _run_families(
-                request, family_kinds, examples, databases, dataset.schemas, paths, result, records
-            )
-            say(f"families: {len(families.variants)} databases edited")
-            for variant in families.variants.values():
-                target = out / "database" / variant.db_id / f"{variant.db_id}.sqlite"
-                old = databases[variant.source].schema
-                materialise_variant(variant, paths[variant.source], target, old, values=values)
-                paths[variant.db_id] = target
-            seconds["families"] = round(time.perf_counter() - t0, 3)
-            result = ProtocolResult(
-                result.examples + families.examples,
-                {**result.variants, **families.variants},
-                result.bound,
-                result.seconds,
-            )
+        seconds["databases"] += round(time.perf_counter() - t0, 3)
+        records.add_variants(dataset.schemas, result)
 
         grammar = _GrammarTables([*dataset.schemas.values(), *records.entries])
         result.examples[:] = grammar.respell(result.examples)
@@ -208,25 +199,32 @@ class _SpiderRecords:
         self.table_maps: dict[str, dict[int, int]] = {}
         self.drops_parsed: set[str] = set()
 
-    def add_protocol(
+    def add_variants(
         self, schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
     ) -> None:
-        entries, index_maps = _perturbed_entries(schemas, result)
-        self.entries += entries
-        self.index_maps.update(index_maps)
-
-    def add_families(
-        self, schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
-    ) -> None:
+        """The ``tables.json`` entry of every variant, in the run's order: an RPL/ADD variant's
+        from its schema perturbation, a family's from its edit (with the table indices it
+        moved, and whether Spider's parsed ``sql`` can follow it)."""
         for variant in result.variants.values():
-            entry, index_map, table_map = entry_of(
-                schemas[variant.source], variant.db_id, variant.edit
-            )
+            edit = variant.edit
+            if variant.kind in CTA_KINDS:
+                assert edit.perturbation is not None  # an RPL/ADD variant
+                entry, index_map = perturbed_entry(
+                    schemas[variant.source], variant.db_id, edit.perturbation
+                )
+                self.entries.append(entry)
+                self.index_maps[variant.db_id] = index_map
+                continue
+            entry, index_map, table_map = entry_of(schemas[variant.source], variant.db_id, edit)
             self.entries.append(entry)
             self.index_maps[variant.db_id] = index_map
             self.table_maps[variant.db_id] = table_map
-            if not variant.edit.keeps_parsed_sql:
+            if not edit.keeps_parsed_sql:
                 self.drops_parsed.add(variant.db_id)
+
+    def questions(self) -> dict[str, str]:
+        """The question text of every example (what ``question-synonym`` rewrites)."""
+        return {i: question_text(r) for i, r in self.record_of.items()}
 
     def original(self, ex: SqlExample) -> dict[str, Any]:
         """The input record of one example, tagged as the original."""
@@ -271,34 +269,17 @@ def _set_question(record: dict[str, Any], question: str) -> None:
         record["question_toks"] = re.findall(r"\w+|[^\w\s]", question)
 
 
-def _run_families(
-    request: DatasetRequest,
-    kinds: Sequence[str],
-    examples: Sequence[SqlExample],
+def _with_originals(
     databases: Mapping[str, Database],
     entries: Mapping[str, Mapping[str, Any]],
-    paths: Mapping[str, Path],
-    result: ProtocolResult,
-    records: _SpiderRecords,
-) -> ProtocolResult:
-    """The families of ``kinds`` over the examples, planned on the original databases at
-    ``paths``; their ``tables.json`` entries go to ``records``."""
-    if "abbreviation" in kinds and request.judge is None:
-        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
-
-    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
-        raise InvalidTableError("missing_judge", "this family needs the judge")
-
-    families = make_families(kinds, request.proposer, request.judge or no_judge)
-    # Families plan on the written originals (cells are read from them) and their entries.
-    dbs = {
-        db_id: dataclasses.replace(db, entry=entries.get(db_id), path=paths.get(db_id))
+    written: Mapping[str, Path],
+) -> dict[str, Database]:
+    """The databases as written (a family reads their cells) with their ``tables.json``
+    entries (a family writes its edit's entry from them)."""
+    return {
+        db_id: dataclasses.replace(db, entry=entries.get(db_id), path=written.get(db_id))
         for db_id, db in databases.items()
     }
-    questions = {i: question_text(r) for i, r in records.record_of.items()}
-    found = run_families(examples, dbs, result.bound, families, request.seeds, questions)
-    records.add_families(entries, found)
-    return found
 
 
 class _GrammarTables:
@@ -345,22 +326,6 @@ def tagged(
     return {**record, "kind": kind, "seed": seed, "source_index": source_index}
 
 
-def _perturbed_entries(
-    schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
-) -> tuple[list[dict[str, Any]], dict[str, dict[int, int]]]:
-    """The ``tables.json`` entry of every perturbed database, and its old→new column indices."""
-    entries: list[dict[str, Any]] = []
-    index_maps: dict[str, dict[int, int]] = {}
-    for variant in result.variants.values():
-        assert variant.edit.perturbation is not None  # an RPL/ADD variant
-        entry, index_map = perturbed_entry(
-            schemas[variant.source], variant.db_id, variant.edit.perturbation
-        )
-        entries.append(entry)
-        index_maps[variant.db_id] = index_map
-    return entries, index_maps
-
-
 def perturb_spider_database(
     entry: Mapping[str, Any],
     records: Sequence[Mapping[str, Any]],
@@ -392,18 +357,19 @@ def perturb_spider_database(
         SqlExample(id=f"{db_id}:{i}", db_id=db_id, sql=str(r["query"]))
         for i, r in enumerate(records)
     ]
-    protocol_kinds, family_kinds = cta_kinds(kinds)
-    result = run_protocol(examples, databases, proposer, protocol_kinds, seeds, values)
     builder = _SpiderRecords(records, examples)
-    builder.add_protocol(entries, result)
-    if family_kinds:
-        with tempfile.TemporaryDirectory(prefix="cta-families-") as tmp:
-            paths = materialise(ProtocolResult([], {}, result.bound), databases, tmp, examples)
-            request = DatasetRequest(proposer, Path(tmp), kinds, seeds, values=values, judge=judge)
-            families = _run_families(
-                request, family_kinds, examples, databases, entries, paths, result, builder
-            )
-        result = ProtocolResult(result.examples + families.examples, result.variants, result.bound)
+    request = DatasetRequest(proposer, Path("."), kinds, seeds, values=values, judge=judge)
+    families = request_families(request)
+    bound = bind_examples(examples, databases)
+    with tempfile.TemporaryDirectory(prefix="cta-families-") as tmp:
+        if families:  # they plan on a written original (some read its cells)
+            written = materialise(ProtocolResult([], {}, bound), databases, tmp, examples)
+            databases = _with_originals(databases, entries, written)
+        result = run_protocol(
+            examples, databases, proposer, kinds, seeds, values,
+            families=families, bound=bound, questions=builder.questions(),
+        )  # fmt: skip
+    builder.add_variants(entries, result)
     questions: dict[str, list[dict[str, Any]]] = {
         f"{kind}_s{seed}": [] for kind in kinds for seed in seeds
     }

@@ -23,17 +23,17 @@ from cta.datasets.base import (
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
+    bind_examples,
     cta_kinds,
     finish_run,
     materialise,
     question_files,
+    request_families,
     run_protocol,
     write_mappings,
 )
-from cta.families import make_families
 from cta.families.base import Family, FamilyContext, NotApplicable
 from cta.families.model import Database, DbEdit, ProtocolResult, Variant
-from cta.families.run import run_families
 from cta.formats.tables import load_wikisql_table
 from cta.formats.wikisql import (
     WikiSqlDataset,
@@ -145,23 +145,23 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
         examples.append(SqlExample(ex_id, table_id, sql))
         record_of[ex_id] = record
     say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
-    result = run_protocol(examples, databases, request.proposer, kinds, seeds, values)
-    seconds["protocol"] = round(result.seconds, 3)
+    bound = bind_examples(examples, databases)
+    families = {k: _OneTable(f) for k, f in request_families(request).items()}
     with tempfile.TemporaryDirectory(prefix="cta-wikisql-") as tmp:
-        if family_kinds:
-            t0 = time.perf_counter()
-            families = _run_families(
-                request, family_kinds, examples, databases, record_of, result, Path(tmp)
+        planned = databases
+        if families:  # they plan on the written originals (some read their cells)
+            written = materialise(
+                ProtocolResult([], {}, bound), databases, Path(tmp) / "original", examples
             )
-            result = ProtocolResult(
-                result.examples + families.examples,
-                {**result.variants, **families.variants},
-                result.bound,
-                result.seconds,
-            )
-            seconds["families"] = round(time.perf_counter() - t0, 3)
+            planned = {k: dataclasses.replace(db, path=written[k]) for k, db in databases.items()}
+        result = run_protocol(
+            examples, planned, request.proposer, request.kinds, seeds, values,
+            families=families, bound=bound,
+            questions={i: str(r.get("question", "")) for i, r in record_of.items()},
+        )  # fmt: skip
         # The family variants' cells, migrated the way their databases are.
         family_rows = _family_rows(result, databases, examples, Path(tmp), values)
+    seconds["protocol"] = round(result.seconds, 3)
     result.examples += [
         PerturbedExample.of(ex_id, table_id, kind, seed, sql=None, problem=problem)
         for ex_id, table_id, problem in skipped
@@ -284,31 +284,6 @@ class _OneTable:
         if len(edit.schema.tables) != 1 or edit.expressions or edit.rewrite is not None:
             raise NotApplicable("WikiSQL's logical form cannot hold this edit")
         return edit
-
-
-def _run_families(
-    request: DatasetRequest,
-    kinds: Sequence[str],
-    examples: Sequence[SqlExample],
-    databases: Mapping[str, Database],
-    record_of: Mapping[str, Mapping[str, Any]],
-    result: ProtocolResult,
-    tmp: Path,
-) -> ProtocolResult:
-    """The families of ``kinds`` over the examples, planned on the original tables written
-    as SQLite databases under ``tmp`` (the cells some families read)."""
-    if "abbreviation" in kinds and request.judge is None:
-        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
-
-    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
-        raise InvalidTableError("missing_judge", "this family needs the judge")
-
-    made = make_families(kinds, request.proposer, request.judge or no_judge)
-    families = {kind: _OneTable(family) for kind, family in made.items()}
-    paths = materialise(ProtocolResult([], {}, result.bound), databases, tmp / "original", examples)
-    dbs = {db_id: dataclasses.replace(db, path=paths.get(db_id)) for db_id, db in databases.items()}
-    questions = {ex_id: str(r.get("question", "")) for ex_id, r in record_of.items()}
-    return run_families(examples, dbs, result.bound, families, request.seeds, questions)
 
 
 def _family_rows(

@@ -22,10 +22,10 @@ from cta.datasets.base import (
     DatasetRequest,
     DatasetRun,
     cta_kinds,
+    request_families,
     summarise,
     write_mappings,
 )
-from cta.families import make_families
 from cta.families.base import FamilyContext, NotApplicable, Usage
 from cta.families.model import DbEdit, Variant, materialise_variant
 from cta.formats.tables import normalise_name
@@ -142,7 +142,7 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
     questions: dict[tuple[str, str, int], str] = {}  # (question id, kind, seed) → new wording
     family_mappings: list[WtqFamilyMapping] = []
     if family_kinds:
-        family_mappings = _families(dataset, request, family_kinds, moved, questions, files)
+        family_mappings = _families(dataset, request, moved, questions, files)
 
     def perturbed(record: dict[str, str], kind: str, seed: int) -> dict[str, str]:
         new = {**record, "context": moved[(record["context"], kind, seed)]}
@@ -184,21 +184,14 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
 def _families(
     dataset: WtqDataset,
     request: DatasetRequest,
-    kinds: Sequence[str],
     moved: dict[tuple[str, str, int], str],
     questions: dict[tuple[str, str, int], str],
     files: list[str],
 ) -> list[WtqFamilyMapping]:
-    """The families of ``kinds`` over every table and seed: edited tables written beside the
+    """The request's families over every table and seed: edited tables written beside the
     originals (``<n>_<kind>_s<seed>.csv``, cells migrated as a database's are), reworded
     questions in ``questions``; one mapping per table × kind × seed."""
-    if "abbreviation" in kinds and request.judge is None:
-        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
-
-    def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
-        raise InvalidTableError("missing_judge", "this family needs the judge")
-
-    families = make_families(kinds, request.proposer, request.judge or no_judge)
+    families = request_families(request)
     by_context: dict[str, list[dict[str, str]]] = {}
     for record in dataset.records:
         by_context.setdefault(record["context"], []).append(record)
