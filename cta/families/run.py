@@ -1,4 +1,5 @@
-"""The families over a dataset: every example × family × seed, one record each.
+"""The families' half of the one runner (:func:`cta.datasets.base.run_protocol` calls it):
+every example × family × seed, one record each.
 
 Per database, family and seed there is one edited database, ``<db_id>_<kind>_s<seed>_v0``
 (the family plans once per database, so every question of the database shares it). An item
