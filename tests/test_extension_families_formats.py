@@ -142,7 +142,7 @@ def test_a_registered_format_runs_by_name(toys: None, tmp_path: Path) -> None:
     assert run.examples == 1 and run.perturbed == 2
     lines = [json.loads(x) for x in (tmp_path / "out" / "perturbed.jsonl").read_text().splitlines()]
     assert [line["mapping"] for line in lines] == [{"name": "title", "price": "cost"}] * 2
-    with pytest.raises(InvalidTableError, match="holds only rpl and add"):
+    with pytest.raises(InvalidTableError, match="runs no family; it holds rpl, add"):
         perturb_dataset("table-list", source, None, tmp_path / "o2", propose, ["shuffle"], [0])
 
 

@@ -90,6 +90,7 @@ __all__ = [
     "finish_run",
     "materialise",
     "question_files",
+    "refuse_unheld",
     "request_families",
     "bind_examples",
     "run_protocol",
@@ -184,15 +185,22 @@ class CtaOnlyFormat:
         cta_only(kinds)
 
 
+def refuse_unheld(kinds: Sequence[str], held: Sequence[str], why: str) -> None:
+    """``unsupported_kind`` for the first family of ``kinds`` a format cannot hold, saying
+    ``why`` and what it holds (``held``: its families)."""
+    _, families = cta_kinds(kinds)
+    for kind in families:
+        if kind not in held:
+            holds = ", ".join(["rpl", "add", *held])
+            raise InvalidTableError(
+                "unsupported_kind", f"kind {kind!r}: {why}; it holds {holds} (docs/families.md)"
+            )
+
+
 def cta_only(kinds: Sequence[str]) -> list[Kind]:
     """The kinds of a format without families (``unsupported_kind`` for a family)."""
-    cta, families = cta_kinds(kinds)
-    if families:
-        raise InvalidTableError(
-            "unsupported_kind",
-            f"kind {families[0]!r}: this format holds only rpl and add (docs/families.md)",
-        )
-    return cta
+    refuse_unheld(kinds, (), "this format runs no family")
+    return cta_kinds(kinds)[0]
 
 
 def request_families(request: DatasetRequest) -> dict[str, Family]:

@@ -28,6 +28,7 @@ from cta.datasets.base import (
     finish_run,
     materialise,
     question_files,
+    refuse_unheld,
     request_families,
     run_protocol,
     write_mappings,
@@ -88,14 +89,11 @@ class WikiSqlFormat:
 
     def check(self, kinds: Sequence[str]) -> None:
         """A family WikiSQL cannot hold is refused before anything is read."""
-        _, families = cta_kinds(kinds)
-        for kind in families:
-            if kind not in WIKISQL_FAMILIES:
-                raise InvalidTableError(
-                    "unsupported_kind",
-                    f"kind {kind!r}: WikiSQL's logical form (one table, columns by index, no "
-                    f"expressions) cannot hold it; it holds {', '.join(WIKISQL_FAMILIES)}",
-                )
+        refuse_unheld(
+            kinds,
+            WIKISQL_FAMILIES,
+            "WikiSQL's logical form (one table, columns by index, no expressions) cannot hold it",
+        )
 
     def load(self, files: DatasetFiles) -> WikiSqlDataset:
         return load_wikisql(files.required_questions("WikiSQL"), files.tables)

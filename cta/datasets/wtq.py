@@ -22,6 +22,7 @@ from cta.datasets.base import (
     DatasetRequest,
     DatasetRun,
     cta_kinds,
+    refuse_unheld,
     request_families,
     summarise,
     write_mappings,
@@ -39,7 +40,7 @@ from cta.sql.database import (
     quote_identifier,
     sqlite_fold,
 )
-from cta.table import Column, InvalidTableError, Table
+from cta.table import Column, Table
 
 __all__ = ["WTQ", "WTQ_FAMILIES", "WtqFamilyMapping", "WtqFormat", "WtqMapping"]
 
@@ -84,14 +85,9 @@ class WtqFormat:
 
     def check(self, kinds: Sequence[str]) -> None:
         """A family WTQ cannot hold is refused before anything is read."""
-        _, families = cta_kinds(kinds)
-        for kind in families:
-            if kind not in WTQ_FAMILIES:
-                raise InvalidTableError(
-                    "unsupported_kind",
-                    f"kind {kind!r}: WTQ has no SQL, and its answers are computed from the "
-                    f"cells; it holds {', '.join(WTQ_FAMILIES)}",
-                )
+        refuse_unheld(
+            kinds, WTQ_FAMILIES, "WTQ has no SQL, and its answers are computed from the cells"
+        )
 
     def load(self, files: DatasetFiles) -> WtqDataset:
         return load_wtq(files.tables, files.questions)
