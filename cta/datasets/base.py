@@ -91,7 +91,7 @@ __all__ = [
     "materialise",
     "question_files",
     "refuse_unheld",
-    "request_families",
+    "families_of",
     "bind_examples",
     "run_protocol",
     "summarise",
@@ -203,19 +203,21 @@ def cta_only(kinds: Sequence[str]) -> list[Kind]:
     return cta_kinds(kinds)[0]
 
 
-def request_families(request: DatasetRequest) -> dict[str, Family]:
-    """The families the request's kinds name, built over its proposer and judge (none for
-    RPL/ADD alone); ``missing_judge`` when one needs the judge and the request has none."""
-    _, kinds = cta_kinds(request.kinds)
-    if not kinds:
+def families_of(
+    kinds: Sequence[str], proposer: Proposer, judge: EquivalenceJudge | None
+) -> dict[str, Family]:
+    """The families ``kinds`` name, built over the proposer and the judge (none for RPL/ADD
+    alone); ``missing_judge`` when one needs the judge and there is none."""
+    _, families = cta_kinds(kinds)
+    if not families:
         return {}
-    if "abbreviation" in kinds and request.judge is None:
+    if "abbreviation" in families and judge is None:
         raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
 
     def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
         raise InvalidTableError("missing_judge", "this family needs the judge")
 
-    return make_families(kinds, request.proposer, request.judge or no_judge)
+    return make_families(families, proposer, judge or no_judge)
 
 
 # -- the protocol -----------------------------------------------------------------------------------

@@ -26,10 +26,10 @@ from cta.datasets.base import (
     DatasetRun,
     Proposer,
     bind_examples,
+    families_of,
     finish_run,
     materialise,
     question_files,
-    request_families,
     run_protocol,
     write_mappings,
 )
@@ -134,9 +134,10 @@ class SpiderFormat:
             f"protocol: {len(examples)} examples × {len(request.kinds)} kinds × "
             f"{len(request.seeds)} seeds"
         )
+        families = families_of(request.kinds, request.proposer, request.judge)
         result = run_protocol(
             examples, databases, request.proposer, request.kinds, request.seeds, values,
-            families=request_families(request), bound=bound, questions=records.questions(),
+            families=families, bound=bound, questions=records.questions(),
         )  # fmt: skip
         seconds["protocol"] = round(result.seconds, 3)
         t0 = time.perf_counter()
@@ -358,8 +359,7 @@ def perturb_spider_database(
         for i, r in enumerate(records)
     ]
     builder = _SpiderRecords(records, examples)
-    request = DatasetRequest(proposer, Path("."), kinds, seeds, values=values, judge=judge)
-    families = request_families(request)
+    families = families_of(kinds, proposer, judge)
     bound = bind_examples(examples, databases)
     with tempfile.TemporaryDirectory(prefix="cta-families-") as tmp:
         if families:  # they plan on a written original (some read its cells)

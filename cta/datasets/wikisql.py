@@ -25,11 +25,11 @@ from cta.datasets.base import (
     DatasetRun,
     bind_examples,
     cta_kinds,
+    families_of,
     finish_run,
     materialise,
     question_files,
     refuse_unheld,
-    request_families,
     run_protocol,
     write_mappings,
 )
@@ -144,7 +144,10 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
         record_of[ex_id] = record
     say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
     bound = bind_examples(examples, databases)
-    families = {k: _OneTable(f) for k, f in request_families(request).items()}
+    families = {
+        k: _OneTable(f)
+        for k, f in families_of(request.kinds, request.proposer, request.judge).items()
+    }
     with tempfile.TemporaryDirectory(prefix="cta-wikisql-") as tmp:
         planned = databases
         if families:  # they plan on the written originals (some read their cells)

@@ -22,8 +22,8 @@ from cta.datasets.base import (
     DatasetRequest,
     DatasetRun,
     cta_kinds,
+    families_of,
     refuse_unheld,
-    request_families,
     summarise,
     write_mappings,
 )
@@ -187,7 +187,7 @@ def _families(
     """The request's families over every table and seed: edited tables written beside the
     originals (``<n>_<kind>_s<seed>.csv``, cells migrated as a database's are), reworded
     questions in ``questions``; one mapping per table × kind × seed."""
-    families = request_families(request)
+    families = families_of(request.kinds, request.proposer, request.judge)
     by_context: dict[str, list[dict[str, str]]] = {}
     for record in dataset.records:
         by_context.setdefault(record["context"], []).append(record)
