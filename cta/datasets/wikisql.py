@@ -12,7 +12,7 @@ import dataclasses
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -246,30 +246,15 @@ def _wikisql_table(
     values: ValueMode,
 ) -> dict[str, Any]:
     """The ``tables.jsonl`` object of a perturbed WikiSQL table (same keys as the original)."""
-    header = list(obj["header"])
-    types = list(obj.get("types") or [])
-    new_header, new_types = [], []
+    columns = []
     for column in new_columns:
-        if column.source is not None:
-            i = table.index(column.source)
-            renamed = sqlite_fold(column.name) != sqlite_fold(column.source)
-            new_header.append(column.name if renamed else header[i])
-            new_types.append(types[i] if i < len(types) else "text")
-        else:
-            new_header.append(column.name)
-            new_types.append("real" if column.type is ColumnType.NUMBER else "text")
-    new = dict(obj)
-    new["id"] = variant.db_id
-    new["header"] = new_header
-    if "types" in obj:
-        new["types"] = new_types
-    new["rows"] = [
-        list(r)
-        for r in perturbed_rows(
-            table, rows.get(table.name, []), new_columns, seed=variant.seed, values=values
-        )
-    ]
-    return new
+        i = table.index(column.source) if column.source is not None else None
+        renamed = i is not None and sqlite_fold(column.name) != sqlite_fold(str(column.source))
+        columns.append((i, column.name if renamed or i is None else None, column.type))
+    rows_out = perturbed_rows(
+        table, rows.get(table.name, []), new_columns, seed=variant.seed, values=values
+    )
+    return _table_object(obj, variant.db_id, columns, rows_out)
 
 
 class _OneTable:
@@ -332,21 +317,36 @@ def _family_table(
 ) -> dict[str, Any]:
     """The ``tables.jsonl`` object of a table a family edited (same keys as the original):
     header in the edit's order, a renamed or added column under the name the edit gives it."""
-    header = list(obj["header"])
-    types = list(obj.get("types") or [])
     old_of = {j: i for i, j in _family_index_map(table, variant).items()}
     new = variant.edit.schema.tables[0]
-    new_header, new_types = [], []
+    columns = []
     for j, column in enumerate(new.columns):
         label = variant.edit.labels.get((sqlite_fold(new.name), sqlite_fold(column.name)))
         i = old_of.get(j)
-        new_header.append(label or (header[i] if i is not None else column.name))
+        columns.append((i, label or (column.name if i is None else None), column.type))
+    return _table_object(obj, variant.db_id, columns, rows)
+
+
+def _table_object(
+    obj: Mapping[str, Any],
+    table_id: str,
+    columns: Sequence[tuple[int | None, str | None, ColumnType]],
+    rows: Iterable[Sequence[Any]],
+) -> dict[str, Any]:
+    """A ``tables.jsonl`` object with the keys of ``obj``: per new column, the original
+    column it carries (its index, or None for an added one), the name it now has (None: the
+    original header as written) and its type; the rows in that order."""
+    header = list(obj["header"])
+    types = list(obj.get("types") or [])
+    new_header, new_types = [], []
+    for i, name, kind in columns:
+        new_header.append(name if name is not None else header[i] if i is not None else "")
         if i is not None:
             new_types.append(types[i] if i < len(types) else "text")
         else:
-            new_types.append("real" if column.type is ColumnType.NUMBER else "text")
+            new_types.append("real" if kind is ColumnType.NUMBER else "text")
     out = dict(obj)
-    out["id"] = variant.db_id
+    out["id"] = table_id
     out["header"] = new_header
     if "types" in obj:
         out["types"] = new_types
