@@ -9,7 +9,6 @@ execution check runs.
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,7 +33,7 @@ from cta.datasets.base import (
     write_mappings,
 )
 from cta.families.base import Family, FamilyContext, NotApplicable
-from cta.families.model import Database, DbEdit, ProtocolResult, Variant
+from cta.families.model import Database, DbEdit, ProtocolResult, Variant, carried_columns
 from cta.formats.tables import load_wikisql_table
 from cta.formats.wikisql import (
     WikiSqlDataset,
@@ -50,7 +49,7 @@ from cta.sql.database import (
     SchemaError,
     SqlTable,
     perturbed_rows,
-    quote_identifier,
+    read_rows,
     sqlite_fold,
 )
 from cta.sql.examples import PerturbedExample, SqlExample
@@ -289,26 +288,15 @@ def _family_rows(
     )
     rows: dict[str, list[tuple[Any, ...]]] = {}
     for db_id, variant in family.items():
-        table = variant.edit.schema.tables[0]
-        conn = sqlite3.connect(f"file:{paths[db_id]}?mode=ro", uri=True)
-        try:
-            sql = f"SELECT * FROM {quote_identifier(table.name)} ORDER BY rowid"
-            rows[db_id] = [tuple(r) for r in conn.execute(sql)]
-        finally:
-            conn.close()
+        rows[db_id] = read_rows(paths[db_id], variant.edit.schema.tables[0])
     return rows
 
 
 def _family_index_map(table: SqlTable, variant: Variant) -> dict[int, int]:
     """Old column index → new index of the columns a family's edit carries over."""
-    new = variant.edit.schema.tables[0]
     out: dict[int, int] = {}
-    for j, column in enumerate(new.columns):
-        origin = variant.edit.origin.get((sqlite_fold(new.name), sqlite_fold(column.name)))
-        if origin is not None:
-            found = table.find(origin[1])
-            if found is not None:
-                out.setdefault(table.index(found.name), j)
+    for j, i in carried_columns(variant.edit, table, variant.edit.schema.tables[0]).items():
+        out.setdefault(i, j)
     return out
 
 

@@ -8,7 +8,6 @@ inserts a column, no cell of the original columns changes).
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 import time
 from collections.abc import Sequence
@@ -28,7 +27,7 @@ from cta.datasets.base import (
     write_mappings,
 )
 from cta.families.base import FamilyContext, NotApplicable, Usage
-from cta.families.model import DbEdit, Variant, materialise_variant
+from cta.families.model import DbEdit, Variant, carried_columns, materialise_variant
 from cta.formats.tables import normalise_name
 from cta.formats.wtq import WtqDataset, load_wtq, write_csv, write_tsv
 from cta.sql.database import (
@@ -37,7 +36,7 @@ from cta.sql.database import (
     SqlSchema,
     SqlTable,
     create_database,
-    quote_identifier,
+    read_rows,
     sqlite_fold,
 )
 from cta.table import Column, Table
@@ -271,20 +270,12 @@ def _edited_table(table: Table, schema: SqlSchema, edit: DbEdit, written: Path) 
     name the edit gives it (or its own), cells as the written database holds them."""
     old = schema.tables[0]
     new = edit.schema.tables[0]
+    carried = carried_columns(edit, old, new)
     columns = []
-    for column in new.columns:
-        key = (sqlite_fold(new.name), sqlite_fold(column.name))
-        origin = edit.origin.get(key)
-        carried = old.find(origin[1]) if origin is not None else None
-        natural = table.columns[old.index(carried.name)] if carried is not None else None
-        name = edit.labels.get(key) or (natural.name if natural is not None else column.name)
+    for j, column in enumerate(new.columns):
+        natural = table.columns[carried[j]] if j in carried else None
+        label = edit.labels.get((sqlite_fold(new.name), sqlite_fold(column.name)))
+        name = label or (natural.name if natural is not None else column.name)
         columns.append(Column(name=name, type=natural.type if natural is not None else column.type))
-    conn = sqlite3.connect(f"file:{written}?mode=ro", uri=True)
-    try:
-        rows = [
-            list(r)
-            for r in conn.execute(f"SELECT * FROM {quote_identifier(new.name)} ORDER BY rowid")
-        ]
-    finally:
-        conn.close()
+    rows = [list(r) for r in read_rows(written, new)]
     return table.model_copy(update={"columns": columns, "rows": rows, "target_columns": None})

@@ -24,6 +24,7 @@ from cta.sql.database import (
     ColumnRef,
     SchemaPerturbation,
     SqlSchema,
+    SqlTable,
     create_database,
     materialise_perturbed,
     quote_identifier,
@@ -39,6 +40,7 @@ __all__ = [
     "Key",
     "ProtocolResult",
     "Variant",
+    "carried_columns",
     "materialise_edit",
     "materialise_variant",
 ]
@@ -150,6 +152,19 @@ def materialise_edit(
     finally:
         conn.close()
     create_database(target, edit.schema, rows)
+
+
+def carried_columns(edit: DbEdit, old: SqlTable, new: SqlTable) -> dict[int, int]:
+    """Index in ``new`` (a table of the edit's schema) → index in ``old`` of every column
+    the edit carries over from ``old`` (renamed or moved); an added column is absent."""
+    out: dict[int, int] = {}
+    for j, column in enumerate(new.columns):
+        origin = edit.origin.get((sqlite_fold(new.name), sqlite_fold(column.name)))
+        if origin is not None and origin[0] == sqlite_fold(old.name):
+            found = old.find(origin[1])
+            if found is not None:
+                out[j] = old.index(found.name)
+    return out
 
 
 def materialise_variant(
