@@ -143,6 +143,10 @@ def _build(proposer: Proposer, out: Path, spider: Path, seeds: int) -> dict[str,
     }
 
 
+#: a kind's figures, in the order of the table's columns
+_PARTS = ("pre", "post", "absolute_drop", "relative_drop", "relative_robustness")
+
+
 def _kinds(report: EvalReport) -> dict[str, Any]:
     out: dict[str, Any] = {
         "original": report.original["dev"].model_dump(exclude_none=True),
@@ -152,10 +156,7 @@ def _kinds(report: EvalReport) -> dict[str, Any]:
     for k in report.kinds:
         out[k.kind] = {
             "seeds": k.seeds,
-            **{
-                part: {m: s.model_dump() for m, s in getattr(k, part).items()}
-                for part in ("pre", "post", "absolute_drop", "relative_drop", "relative_robustness")
-            },
+            **{part: {m: s.model_dump() for m, s in getattr(k, part).items()} for part in _PARTS},
         }
     return out
 
@@ -178,36 +179,18 @@ def markdown(result: dict[str, Any]) -> str:
     for proposer, models in result["folders"].items():
         for model, figures in models.get("models", {}).items():
             metric = "linking_recall" if model == "lexical-probe" else "ex"
-            for kind in ("rpl", "add"):
-                k = figures.get(kind)
-                if k is None:
-                    continue
-                lines.append(
-                    f"| {proposer} | {model} ({'link recall' if metric != 'ex' else 'EX'}) | "
-                    f"{kind} | {cell(k['pre'].get(metric))} | {cell(k['post'].get(metric))} | "
-                    f"{cell(k['absolute_drop'].get(metric))} | "
-                    f"{cell(k['relative_drop'].get(metric))} | "
-                    f"{cell(k['relative_robustness'].get(metric))} |"
-                )
+            # (label, metric, the parts shown): the model's own figure, then its extras
+            rows = [(f"{model} ({'link recall' if metric != 'ex' else 'EX'})", metric, _PARTS)]
             if model == "nearest-train":
-                for kind in ("rpl", "add"):
-                    k = figures.get(kind)
-                    if k is not None:
-                        lines.append(
-                            f"| {proposer} | {model} (EM) | {kind} | {cell(k['pre'].get('em'))} | "
-                            f"{cell(k['post'].get('em'))} | {cell(k['absolute_drop'].get('em'))} | "
-                            f"{cell(k['relative_drop'].get('em'))} | "
-                            f"{cell(k['relative_robustness'].get('em'))} |"
-                        )
+                rows.append((f"{model} (EM)", "em", _PARTS))
             if model == "lexical-probe":
+                rows.append((f"{model} (link precision)", "linking_precision", _PARTS[:2]))
+            for label, shown, parts in rows:
                 for kind in ("rpl", "add"):
                     k = figures.get(kind)
                     if k is not None:
-                        lines.append(
-                            f"| {proposer} | {model} (link precision) | {kind} | "
-                            f"{cell(k['pre'].get('linking_precision'))} | "
-                            f"{cell(k['post'].get('linking_precision'))} | — | — | — |"
-                        )
+                        cells = [cell(k[p].get(shown)) if p in parts else "—" for p in _PARTS]
+                        lines.append(f"| {proposer} | {label} | {kind} | {' | '.join(cells)} |")
     missing = result.get("missing")
     if missing:
         lines += ["", f"Not measured: {missing}"]

@@ -161,6 +161,11 @@ def _num(value: Any, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _row(*cells: object) -> str:
+    """One row of a Markdown table."""
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
 def quality_lines(q: dict[str, Any]) -> list[str]:
     """Markdown table of the quality part."""
     lines = [
@@ -176,10 +181,13 @@ def quality_lines(q: dict[str, Any]) -> list[str]:
     for name, m in q["systems"].items():
         r, a = m["rpl"], m["add"]
         lines.append(
-            f"| {name} | {_pct(r['column_recall'])} | {_pct(r['name_recall'])} "
-            f"| {_pct(a['column_recall'])} | {_pct(a['name_recall'])} | {_pct(m['natural'])} "
-            f"| {_num(r['proposals_per_column'], 1)} | {_num(a['proposals_per_column'], 1)} "
-            f"| {_pct(r['proposals_share_none'])} | {_pct(a['proposals_share_none'])} |"
+            _row(
+                name,
+                *(_pct(k[f]) for k in (r, a) for f in ("column_recall", "name_recall")),
+                _pct(m["natural"]),
+                *(_num(k["proposals_per_column"], 1) for k in (r, a)),
+                *(_pct(k["proposals_share_none"]) for k in (r, a)),
+            )
         )
     return lines
 
@@ -268,10 +276,14 @@ def _precision_lines(p: dict[str, Any] | None) -> list[str]:
             r["verdicts_identical"] >= MIN_IDENTICAL_VERDICTS
         )
         lines.append(
-            f"| {name}{' (meets both bars)' if ok else ''} | {r['seconds']} | "
-            f"{r['speedup_vs_fp32']}× | {_pct(r['verdicts_identical'])} of "
-            f"{r['verdicts_judged']} | {_pct(r['proposals_agreement'])} | "
-            f"{r['proposals_fp32']} → {r['proposals']} |"
+            _row(
+                f"{name}{' (meets both bars)' if ok else ''}",
+                r["seconds"],
+                f"{r['speedup_vs_fp32']}×",
+                f"{_pct(r['verdicts_identical'])} of {r['verdicts_judged']}",
+                _pct(r["proposals_agreement"]),
+                f"{r['proposals_fp32']} → {r['proposals']}",
+            )
         )
     return lines
 
@@ -294,10 +306,15 @@ def scale_lines(c: dict[str, Any]) -> list[str]:
         if "skipped" in row:
             lines.append(f"| {row['tables']:,} | {row['kind']} | skipped: {row['skipped']} |||||| ")
             continue
+        recall = _num(row.get("recall_at_100"), 3) if row["kind"] != "flat" else "exact"
         lines.append(
-            f"| {row['tables']:,} | {row['kind']} {row['params'] or ''} | {row['build_seconds']} "
-            f"| {row['query_p50_ms']} | {row['batch_seconds']} | {row['disk_mb']} "
-            f"| {row['rss_delta_mb']} | {_num(row.get('recall_at_100'), 3) if row['kind'] != 'flat' else 'exact'} |"
+            _row(
+                f"{row['tables']:,}",
+                f"{row['kind']} {row['params'] or ''}",
+                *(row[f] for f in ("build_seconds", "query_p50_ms", "batch_seconds", "disk_mb")),
+                row["rss_delta_mb"],
+                recall,
+            )
         )
     return lines
 
@@ -403,8 +420,13 @@ def latency_lines(path: Path) -> list[str]:
         r = data["latency"].get(key)
         if r:
             lines.append(
-                f"| {label} | {r['p50_ms']} ms | {r['p95_ms']} ms | {r['throughput_rps']} | "
-                f"{r.get('answers_429_then_retried', 0)} |"
+                _row(
+                    label,
+                    f"{r['p50_ms']} ms",
+                    f"{r['p95_ms']} ms",
+                    r["throughput_rps"],
+                    r.get("answers_429_then_retried", 0),
+                )
             )
     return [*lines, ""]
 

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from cta.results import Candidate
-from cta.table import Column, ColumnType, Table
+from cta.table import Column, NamedColumn, Table
 
 
 class RetrievedTable(BaseModel):
@@ -60,16 +60,13 @@ class Reranker(Protocol):
         ...
 
 
-class ColumnContext(BaseModel):
-    """A target column in its table: what a candidate source may look at to fit its names.
+class ColumnContext(NamedColumn):
+    """A target column (its name and type) in its table: what a candidate source may look at
+    to fit its names.
 
     ``entity`` is the table's primary entity; ``others`` are the table's other columns.
     """
 
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    type: ColumnType = ColumnType.TEXT
     entity: str | None = None
     table_name: str | None = None
     others: tuple[Column, ...] = ()

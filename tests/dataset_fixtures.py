@@ -2,6 +2,7 @@
 
 * :func:`spider_entry` — a ``tables.json`` entry written one line per table, natural names
   the identifier's words as :func:`cta.words.name_words` splits them unless given;
+  :func:`music_entry` — the singers-and-concerts one the dataset and evaluation tests share;
 * :func:`name_proposer` — a stand-in for the pipeline's ``perturb_many``: RPL/ADD names
   looked up in a table, in the pipeline's answer shape, each scored at the settings'
   thresholds and kept only when the real decision rule (:mod:`cta.judge.decide`) keeps it;
@@ -96,6 +97,20 @@ def spider_entry(
         "primary_keys": [index[k] for k in primary],
         "foreign_keys": [[index[a], index[b]] for a, b in foreign],
     }
+
+
+def music_entry(concert_name: str = "Name") -> dict[str, Any]:
+    """The ``music`` database the dataset and evaluation tests perturb: singers and their
+    concerts, the concert's name column called ``concert_name``."""
+    return spider_entry(
+        "music",
+        [
+            "singer: Singer_ID number, Name text, Country text, Age number",
+            f"concert: concert_ID number, {concert_name} text, Singer_ID number, Year number",
+        ],
+        primary=[("singer", "Singer_ID"), ("concert", "concert_ID")],
+        foreign=[(("concert", "Singer_ID"), ("singer", "Singer_ID"))],
+    )
 
 
 def _no_names(name: str) -> tuple[list[str], list[str]]:

@@ -234,14 +234,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(settings: ServiceSettings, fake: FakePipeline) -> Iterator[tuple[str, Any]]:
-    """The app over ``fake`` on a real uvicorn server in a thread (keep-alive, disconnects:
-    what the in-process TestClient cannot show); yields its URL and the app once ready."""
+def serving(
+    settings: ServiceSettings, fake: FakePipeline, workers: int = 0, log_level: str = "critical"
+) -> Iterator[tuple[str, Any]]:
+    """The app over ``fake`` (with ``workers`` in-process job workers) on a real uvicorn
+    server in a thread (keep-alive, disconnects, a browser: what the in-process TestClient
+    cannot show); yields its URL and the app once ready."""
     from service.app import create_app
 
-    app = create_app(settings, lambda _: fake, inprocess_workers=0)
+    app = create_app(settings, lambda _: fake, inprocess_workers=workers)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level=log_level))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"

@@ -12,6 +12,7 @@ import dataclasses
 import statistics
 
 import pytest
+from conftest import columns
 
 from cta.judge.decide import add_clash, add_name_problem
 from cta.names import clean_header, name_problem
@@ -23,13 +24,7 @@ from cta.words import name_key
 BOOKS = {
     "id": "books",
     "name": "books",
-    "columns": [
-        {"name": "title", "type": "text"},
-        {"name": "author", "type": "text"},
-        {"name": "publisher", "type": "text"},
-        {"name": "year", "type": "number"},
-        {"name": "price", "type": "number"},
-    ],
+    "columns": columns("title", "author", "publisher", "year:number", "price:number"),
     "rows": [["Dune", "Herbert", "Chilton", 1965, 9.99], ["Emma", "Austen", "Murray", 1815, 5.5]],
 }
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from dataset_fixtures import spider_entry
 
 from retriever.corpus import Corpus, CorpusSpec, SkippedTable, iter_corpora, iter_corpus
 
@@ -71,16 +72,7 @@ def test_csv_dir_plain(tmp_path: Path) -> None:
 
 
 def test_spider_corpus(tmp_path: Path) -> None:
-    good = {
-        "db_id": "pets",
-        "table_names": ["pet"],
-        "table_names_original": ["Pet"],
-        "column_names": [[-1, "*"], [0, "pet id"], [0, "weight"]],
-        "column_names_original": [[-1, "*"], [0, "PetID"], [0, "weight"]],
-        "column_types": ["text", "number", "number"],
-        "primary_keys": [1],
-        "foreign_keys": [],
-    }
+    good = spider_entry("pets", ["Pet/pet: PetID/pet id number, weight number"], [("Pet", "PetID")])
     broken = {**good, "db_id": "broken", "column_types": ["text"]}
     (tmp_path / "tables.json").write_text(json.dumps([good, broken]), encoding="utf-8")
     corpus = Corpus(CorpusSpec.parse(f"spider:{tmp_path}"))  # the folder works too

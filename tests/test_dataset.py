@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dataset_fixtures import PARSED_SQL, name_proposer, spider_entry, write_spider
+from dataset_fixtures import PARSED_SQL, music_entry, name_proposer, write_spider
 
 from cta.cli.main import main
 from cta.datasets import (
@@ -39,17 +39,7 @@ NAMES: dict[str, tuple[list[str], list[str]]] = {
 propose = name_proposer(NAMES, lambda name: ([f"{name} alt"], [f"{name} %"]))
 
 
-TABLES = [
-    spider_entry(
-        "music",
-        [
-            "singer: Singer_ID number, Name text, Country text, Age number",
-            "concert: concert_ID number, Name text, Singer_ID number, Year number",
-        ],
-        primary=[("singer", "Singer_ID"), ("concert", "concert_ID")],
-        foreign=[(("concert", "Singer_ID"), ("singer", "Singer_ID"))],
-    )
-]
+TABLES = [music_entry()]
 SQL_AGE = PARSED_SQL  # SELECT name FROM singer WHERE age > 20
 QUESTIONS = [
     {
@@ -367,16 +357,22 @@ def test_wikisql_refuses_a_family_it_cannot_hold(tmp_path: Path) -> None:
     assert code == 2
 
 
-def test_wtq_perturbs_tables_and_repoints_questions(tmp_path: Path) -> None:
+def _wtq(tmp_path: Path, player: str, questions: list[tuple[str, str]]) -> Path:
+    """A WTQ folder: one table ``csv/200-csv/0.csv`` (its first player ``player``, a CSV
+    cell) and ``data/q.tsv`` with (question, answer) records about it; the folder."""
     root = tmp_path / "wtq"
     (root / "csv" / "200-csv").mkdir(parents=True)
     (root / "csv" / "200-csv" / "0.csv").write_text(
-        '"Year","Player","Position"\n"1999","Ann \\"A\\"","Guard"\n"2001","Bob","Forward"\n'
+        f'"Year","Player","Position"\n"1999",{player},"Guard"\n"2001","Bob","Forward"\n'
     )
     (root / "data").mkdir()
-    (root / "data" / "q.tsv").write_text(
-        "id\tutterance\tcontext\ttargetValue\nnu-0\twho played guard?\tcsv/200-csv/0.csv\tAnn\n"
-    )
+    records = [f"nu-{i}\t{q}\tcsv/200-csv/0.csv\t{a}\n" for i, (q, a) in enumerate(questions)]
+    (root / "data" / "q.tsv").write_text("id\tutterance\tcontext\ttargetValue\n" + "".join(records))
+    return root
+
+
+def test_wtq_perturbs_tables_and_repoints_questions(tmp_path: Path) -> None:
+    root = _wtq(tmp_path, '"Ann \\"A\\""', [("who played guard?", "Ann")])
     out = tmp_path / "out"
     run = perturb_dataset("wtq", root, root / "data" / "q.tsv", out, propose, ("rpl", "add"), (0,))
     assert run.variants == 2
@@ -395,17 +391,8 @@ def test_wtq_holds_the_families_that_keep_every_cell(tmp_path: Path) -> None:
     from cta.datasets.wtq import WTQ_FAMILIES
     from cta.table import InvalidTableError
 
-    root = tmp_path / "wtq"
-    (root / "csv" / "200-csv").mkdir(parents=True)
-    (root / "csv" / "200-csv" / "0.csv").write_text(
-        '"Year","Player","Position"\n"1999","Ann","Guard"\n"2001","Bob","Forward"\n'
-    )
-    (root / "data").mkdir()
-    (root / "data" / "q.tsv").write_text(
-        "id\tutterance\tcontext\ttargetValue\n"
-        "nu-0\twhich player played guard?\tcsv/200-csv/0.csv\tAnn\n"
-        "nu-1\tin which year did bob start?\tcsv/200-csv/0.csv\t2001\n"
-    )
+    questions = [("which player played guard?", "Ann"), ("in which year did bob start?", "2001")]
+    root = _wtq(tmp_path, '"Ann"', questions)
     out = tmp_path / "out"
     kinds = list(WTQ_FAMILIES)
     run = perturb_dataset(

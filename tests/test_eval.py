@@ -11,7 +11,7 @@ from itertools import permutations
 from pathlib import Path
 
 import pytest
-from dataset_fixtures import name_proposer, spider_entry, write_spider
+from dataset_fixtures import music_entry, name_proposer, write_spider
 
 from cta.datasets import perturb_dataset
 from cta.evaluation import (
@@ -42,17 +42,7 @@ NAMES: dict[str, tuple[list[str], list[str]]] = {
 propose = name_proposer(NAMES, lambda name: ([f"{name} alt"], [f"{name} extra"]))
 
 
-TABLES = [
-    spider_entry(
-        "music",
-        [
-            "singer: Singer_ID number, Name text, Country text, Age number",
-            "concert: concert_ID number, Concert_Name text, Singer_ID number, Year number",
-        ],
-        primary=[("singer", "Singer_ID"), ("concert", "concert_ID")],
-        foreign=[(("concert", "Singer_ID"), ("singer", "Singer_ID"))],
-    )
-]
+TABLES = [music_entry(concert_name="Concert_Name")]
 QUESTIONS = [
     {
         "db_id": "music",

@@ -232,22 +232,18 @@ def test_retriever_ties_break_by_id(tmp_path: Path) -> None:
     assert [h.table_id for h in retriever.retrieve(query, 3)] == ["t:a", "t:b", "t:c"]
 
 
+def _retrieved(table_id: str, source: str, score: float, *columns: str | Column) -> RetrievedTable:
+    """A retrieved table; a column given by its name alone has the default type."""
+    cols = [c if isinstance(c, Column) else Column(name=c) for c in columns]
+    return RetrievedTable(table_id=table_id, source=source, score=score, columns=cols)
+
+
 def test_candidate_pool() -> None:
     table = Table(name="people", columns=[Column(name="First_Name"), Column(name="age")])
     retrieved = [
-        RetrievedTable(
-            table_id="a",
-            source="s",
-            score=0.9,
-            columns=[Column(name="first name"), Column(name="height", type=ColumnType.NUMBER)],
-        ),
-        RetrievedTable(
-            table_id="b",
-            source="s",
-            score=0.8,
-            columns=[Column(name="Height"), Column(name="given_name"), Column(name="AGE")],
-        ),
-        RetrievedTable(table_id="c", source="s", score=0.7, columns=[Column(name="given name")]),
+        _retrieved("a", "s", 0.9, "first name", Column(name="height", type=ColumnType.NUMBER)),
+        _retrieved("b", "s", 0.8, "Height", "given_name", "AGE"),
+        _retrieved("c", "s", 0.7, "given name"),
     ]
     pool = candidate_pool(table, retrieved)
     assert [(c.name, c.type, ids) for c, ids in pool] == [
@@ -352,28 +348,24 @@ def test_the_default_recipe_indexes_annotated_train_tables_and_holds_out_dev() -
 def test_the_pool_keeps_machine_named_headers_only_when_people_write_them(tmp_path: Path) -> None:
     table = Table(name="books", columns=[Column(name="title"), Column(name="price")])
     retrieved = [
-        RetrievedTable(
-            table_id="rdatasets:econ/prices",
-            source="rdatasets:econ",
-            score=0.9,
-            columns=[Column(name="price.sunshine"), Column(name="SalePrice"), Column(name="agree")],
+        _retrieved(
+            "rdatasets:econ/prices", "rdatasets:econ", 0.9, "price.sunshine", "SalePrice", "agree"
         ),
-        RetrievedTable(
-            table_id="wtq:csv/1.csv",
-            source="wtq",
-            score=0.8,
-            columns=[
-                Column(name="Retail markup"),
-                Column(name="Date", type=ColumnType.NUMBER),
-                Column(name="Price (€)"),  # the table's own column once its unit is dropped
-                Column(name="Retail markup:"),  # the same name as above once cleaned
-            ],
+        _retrieved(
+            "wtq:csv/1.csv",
+            "wtq",
+            0.8,
+            "Retail markup",
+            Column(name="Date", type=ColumnType.NUMBER),
+            "Price (€)",  # the table's own column once its unit is dropped
+            "Retail markup:",  # the same name as above once cleaned
         ),
-        RetrievedTable(
-            table_id="rdatasets:econ/stock",
-            source="rdatasets:econ",
-            score=0.7,
-            columns=[Column(name="Retail markup"), Column(name="cost.coverage.periodicals")],
+        _retrieved(
+            "rdatasets:econ/stock",
+            "rdatasets:econ",
+            0.7,
+            "Retail markup",
+            "cost.coverage.periodicals",
         ),
     ]
     every = [c.name for c, _ in natural_pool(table, retrieved, 3.0, True)]

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 
 from cta.settings import Settings, get_settings
-from cta.table import Column, ColumnType, Table
+from cta.table import Column, ColumnType, NamedColumn, Table
 from cta.training.supervision import (
     ASSOCIATED_RELATIONS,
     RELATIONS,
     Lexicon,
-    SourceColumn,
     SourceTable,
     build_supervision,
     clean_column,
@@ -132,7 +131,10 @@ def test_supervision_is_deterministic_and_labelled(
     assert first.examples != other.examples
     labels = Counter(e.label for e in first.examples)
     assert labels["entailment"] > 50 and labels["neutral"] > 20 and labels["contradiction"] > 50
-    assert all(scheme_label(RELATIONS[e.relation], e.relation, "three-way") == e.label for e in first.examples)
+    assert all(
+        scheme_label(RELATIONS[e.relation], e.relation, "three-way") == e.label
+        for e in first.examples
+    )
     # three-way: only associated relations are neutral; the junk negatives are the third class
     neutral = {e.relation for e in first.examples if e.label == "neutral"}
     assert neutral and neutral <= ASSOCIATED_RELATIONS
@@ -153,7 +155,7 @@ def test_supervision_is_deterministic_and_labelled(
         key = (e.entity, *sorted((e.premise, e.hypothesis)))
         assert seen.setdefault(key, e.label) == e.label
     # Columns of one table are never supervised as equivalent to each other.
-    same_table = {(t.entity, c.text) for t in sources for c in t.columns}
+    same_table = {(t.entity, c.name) for t in sources for c in t.columns}
     for e in first.examples:
         if e.label == "entailment":
             assert not (
@@ -178,7 +180,7 @@ def test_supervision_rejects_bad_requests(lexicon: Lexicon, sources: list[Source
         build_supervision(sources, lexicon, size=10, mix={"telepathy": 1.0})
     with pytest.raises(ValueError, match="no usable source tables"):
         build_supervision([], lexicon, size=10)
-    single = [SourceTable("t", None, (SourceColumn("name", ColumnType.TEXT),))]
+    single = [SourceTable("t", None, (NamedColumn(name="name", type=ColumnType.TEXT),))]
     with pytest.raises(ValueError, match="≥ 1"):
         build_supervision(single, lexicon, size=0)
 
@@ -238,6 +240,37 @@ def test_question_synonyms_rename_the_columns_of_their_database(
     without = build_supervision(sources, lexicon, size=400, seed=1)
     assert without.produced["question-synonym"] == 0
     assert len(without.examples) >= len(supervision.examples) - len(used)
+
+
+def test_question_synonym_pairs_do_not_depend_on_the_hash_seed(
+    tmp_path: Path, lexicon: Lexicon
+) -> None:
+    """The same rename of a column typed differently in five databases: five pairs that differ
+    only in their type, whose order once came from a set (so from PYTHONHASHSEED)."""
+    types = ["text", "number", "time", "boolean", "others"]
+    tables = [
+        {
+            "db_id": f"db{i}",
+            "table_names": ["head"],
+            "column_names": [[-1, "*"], [0, "salary"]],
+            "column_types": ["text", spider_type],
+        }
+        for i, spider_type in enumerate(types)
+    ]
+    questions = [
+        {
+            "db_id": f"db{i}",
+            "SpiderQuestion": "Which heads earn a salary above 5?",
+            "SpiderSynQuestion": "Which heads earn a wage above 5?",
+        }
+        for i in range(len(types))
+    ]
+    (tmp_path / "tables.json").write_text(json.dumps(tables))
+    path = tmp_path / "train_syn.json"
+    path.write_text(json.dumps(questions))
+    pairs = question_synonym_pairs(path, lexicon)
+    assert {(e, old, new) for e, old, _, new in pairs} == {("head", "salary", "wage")}
+    assert [t.value for _, _, t, _ in pairs] == sorted(types)
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import columns
 
 from cta.pipeline import Pipeline
 from cta.results import Candidate, JudgeColumn, JudgePair, PerturbOptions
@@ -20,12 +21,7 @@ pytestmark = pytest.mark.slow
 
 BOOKS = {
     "name": "books",
-    "columns": [
-        {"name": "title", "type": "text"},
-        {"name": "author", "type": "text"},
-        {"name": "publisher", "type": "text"},
-        {"name": "price", "type": "number"},
-    ],
+    "columns": columns("title", "author", "publisher", "price:number"),
     "rows": [["Dune", "Herbert", "Chilton", 9.5], ["Emma", "Austen", "Murray", 7.0]],
 }
 
@@ -113,13 +109,9 @@ def test_every_source_writes_natural_names_in_the_table_style(tiny_pipeline: Pip
     table = Table.parse(
         {
             "name": "Books",
-            "columns": [
-                {"name": "Book Title", "type": "text"},
-                {"name": "Author", "type": "text"},
-                {"name": "Publisher", "type": "text"},
-                {"name": "Date Published", "type": "time"},
-                {"name": "Price", "type": "number"},
-            ],
+            "columns": columns(
+                "Book Title", "Author", "Publisher", "Date Published:time", "Price:number"
+            ),
         }
     )
     style = table_style(table.column_names)

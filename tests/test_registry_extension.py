@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tiny_judge
+from conftest import columns, tiny_judge
 
 from cta import registry
 from cta.components import ColumnContext, EntailmentModel, SourceProposal
@@ -34,11 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOKS = Table.parse(
     {
         "name": "books",
-        "columns": [
-            {"name": "title", "type": "text"},
-            {"name": "author", "type": "text"},
-            {"name": "price", "type": "number"},
-        ],
+        "columns": columns("title", "author", "price:number"),
         "rows": [["Dune", "Herbert", 9.5], ["Emma", "Austen", 7.0]],
     }
 )

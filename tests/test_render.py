@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -212,9 +213,141 @@ def test_sampled_tables_split_into_blocks_that_fit_and_cut_rows() -> None:
     check_summary(text, result, table)
     assert max(len(line) for line in text.splitlines()) <= 60
     assert "(2 more rows)" in text  # five rows, three shown
-    grid = text_table(["n", "name"], [[1, "a"], [22, "b"]])
-    assert grid.splitlines()[2:] == [" 1 | a", "22 | b"]  # numbers right-aligned
-    assert "(1 more row)" not in text_table(["a"], [[1], [2], [3], [4]])  # shown instead
+
+
+# -- the grid of a sample (text_table), read back by position ------------------------------------
+GRID_HEADERS = ["id", "a header far wider than any of its cells", "note", "price", "flag", "gone"]
+GRID_ROWS: list[list[object]] = [
+    [7, "x", "short", 14.99, True, None],
+    [1234, "y", "a cell much longer than the limit", 8.5, False, None],
+    [56, "z\n  wrapped", "[bold]markup[/] :smile:", 100.0, True, None],
+    [9, "w", "unseen", 1.0, True, None],
+    [10, "v", "unseen", 2.0, False, None],
+    [11, "u", "unseen", 3.0, True, None],
+]
+
+
+def _display(value: object, max_cell: int) -> str:
+    """What a cell should show: NULL, true/false, whitespace collapsed, cut with … ."""
+    if value is None:
+        text = "NULL"
+    elif isinstance(value, bool):
+        text = str(value).lower()
+    else:
+        text = " ".join(str(value).split())
+    return text if len(text) <= max_cell else text[: max_cell - 1] + ELLIPSIS
+
+
+def _read_grid(text: str) -> tuple[list[list[list[str]]], str | None]:
+    """The blocks of a ``text_table`` as rows (header first) of raw cells, padding kept, cut
+    where the ``+`` of the rule under the header stands; and its ``(N more rows)`` line."""
+    lines = text.split("\n")
+    more = lines.pop() if lines and lines[-1].startswith("(") else None
+    blocks = []
+    for block in "\n".join(lines).split("\n\n"):
+        head, rule, *body = block.split("\n")
+        assert re.fullmatch(r"-+(\+-+)*", rule), rule
+        cuts = [i for i, c in enumerate(rule) if c == "+"]
+        bounds = list(zip([0, *(c + 1 for c in cuts)], [*cuts, len(rule)], strict=True))
+        rows = []
+        for line in [head, *body]:
+            assert len(line) <= len(rule), line
+            line = line.ljust(len(rule))
+            assert all(line[c] == "|" for c in cuts), (line, rule)
+            rows.append([line[a:b] for a, b in bounds])
+        blocks.append(rows)
+    return blocks, more
+
+
+def _left(cell: str) -> int:
+    return len(cell) - len(cell.lstrip())
+
+
+@pytest.mark.parametrize("width", [30, 45, 60, 200])
+def test_a_grid_keeps_headers_cuts_cells_aligns_numbers_and_fits(width: int) -> None:
+    max_rows, max_cell = 3, 12
+    text = text_table(GRID_HEADERS, GRID_ROWS, max_rows=max_rows, max_cell=max_cell, width=width)
+    assert "\x1b" not in text and all(line == line.rstrip() for line in text.splitlines())
+    blocks, more = _read_grid(text)
+    assert more == f"({len(GRID_ROWS) - max_rows} more rows)"
+    columns = [
+        [row[i] for row in block] for block in blocks for i in range(len(block[0]))
+    ]  # each column: its header cell, then its cells, across the blocks
+    assert [c[0].strip() for c in columns] == GRID_HEADERS  # every header, whole, in order
+    assert all(_left(c[0]) <= 1 for c in columns)  # headers left-aligned, over numbers too
+    for index, column in enumerate(columns):
+        values = [row[index] for row in GRID_ROWS[:max_rows]]
+        assert [c.strip() for c in column[1:]] == [_display(v, max_cell) for v in values]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            assert len({len(c.rstrip()) for c in column[1:]}) == 1  # one right edge
+            assert len({_left(c) for c in column[1:]}) > 1  # not a left edge
+        else:
+            assert len({_left(c) for c in column}) == 1  # one left edge, header included
+    assert any(ELLIPSIS in c for column in columns for c in column)  # something was cut
+    widest_header = max(len(h) for h in GRID_HEADERS)
+    for block in text.split("\n\n"):
+        block_width = max(len(line) for line in block.splitlines() if not line.startswith("("))
+        assert block_width <= max(width, widest_header)
+    assert len(blocks) == 1 or width < sum(len(h) + 3 for h in GRID_HEADERS)
+
+
+def test_a_grid_splits_into_balanced_blocks() -> None:
+    """Four equal columns where three fit: two blocks of two, not three and a stray one."""
+    headers = [c * 10 for c in "abcd"]
+    fits_three = 3 * 10 + 2 * 3
+    blocks, _ = _read_grid(text_table(headers, [[1, 2, 3, 4]], width=fits_three))
+    assert [len(block[0]) for block in blocks] == [2, 2]
+    blocks, _ = _read_grid(text_table(headers, [[1, 2, 3, 4]], width=fits_three + 13))
+    assert [len(block[0]) for block in blocks] == [4]
+
+
+def test_a_header_wider_than_the_grid_is_shown_whole() -> None:
+    header = "a header " * 8
+    text = text_table(["n", header.strip()], [[1, "cell"]], width=20)
+    blocks, _ = _read_grid(text)
+    assert [block[0][0].strip() for block in blocks] == ["n", header.strip()]
+
+
+def test_more_rows_line_only_for_two_or_more_hidden_rows() -> None:
+    for total, shown, more in [(3, 3, None), (4, 4, None), (5, 3, "(2 more rows)")]:
+        blocks, line = _read_grid(text_table(["n"], [[i] for i in range(total)], max_rows=3))
+        assert len(blocks[0]) - 1 == shown and line == more
+
+
+def test_a_grid_is_plain_text_whatever_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same bytes with a narrow COLUMNS, colour forced, a dumb TTY: no escape codes, no cut."""
+    headers = [f"column number {i}" for i in range(6)]
+    rows = [[i * 1000 + j for j in range(6)] for i in range(5)]
+    plain = text_table(headers, rows, width=120)
+    assert max(len(line) for line in plain.splitlines()) > 80  # wider than a default console
+    for name, value in [
+        ("COLUMNS", "20"),
+        ("FORCE_COLOR", "1"),
+        ("TTY_COMPATIBLE", "1"),
+        ("TERM", "dumb"),
+        ("COLORTERM", "truecolor"),
+    ]:
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    again = text_table(headers, rows, width=120)
+    assert again == plain and "\x1b" not in again
+    blocks, _ = _read_grid(again)
+    assert [c.strip() for block in blocks for c in block[0]] == headers
+
+
+def test_a_grid_measures_wide_characters_in_cells() -> None:
+    """East Asian wide characters take two cells: blocks fit and cuts count cells."""
+
+    def cells(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    text = text_table(["名前", "city"], [["日本語のテキスト" * 3, "東京"]], max_cell=10, width=14)
+    lines = text.splitlines()
+    assert all(cells(line) <= 14 for line in lines)
+    cut = next(line for line in lines if ELLIPSIS in line).strip()
+    assert cells(cut) <= 10 and cut.startswith("日本語")
+    assert "名前" in text and "city" in text and "東京" in text
 
 
 def test_a_sample_without_any_name_says_so() -> None:

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from selenium import webdriver
 from selenium.common.exceptions import (
     JavascriptException,
@@ -33,12 +31,11 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
-from service_fakes import PETS, FakePipeline, free_port, wait_until, wtq_like_table
+from service_fakes import PETS, FakePipeline, serving, wait_until, wtq_like_table
 from test_review import PETS_QUESTIONS
 
 from cta.annotations import AnnotatedTable
 from cta.cli.main import main
-from service.app import create_app
 from service.settings import ServiceSettings
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -64,26 +61,8 @@ def server(tmp_path: Path) -> Iterator[tuple[str, ServiceSettings]]:
         engine_pairs_per_second=100_000.0,
         job_poll_seconds=0.02,
     )
-    fake = FakePipeline(settings)
-    app = create_app(settings, lambda _: fake, inprocess_workers=1)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_until(ready, what="the server")
-    try:
+    with serving(settings, FakePipeline(settings), workers=1, log_level="warning") as (url, _):
         yield url, settings
-    finally:
-        server.should_exit = True
-        thread.join(10)
 
 
 @pytest.fixture

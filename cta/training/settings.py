@@ -35,6 +35,11 @@ class TrainingSettings(Settings):
         default_factory=list,
         description="Spider-Syn-style question files (tables.json beside) whose synonyms supervise",
     )
+    judge_train_abbreviations: str | None = Field(
+        default=None,
+        description="JSON file {full word: [short forms]} the abbreviation pairs are drawn from "
+        "(a recipe's pinned list); unset: the product's table, cta.words.ABBREVIATIONS",
+    )
     judge_train_examples: int = Field(
         default=60_000, ge=1, description="Lexical supervised pairs (WordNet, real tables)"
     )

@@ -42,7 +42,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -50,12 +50,21 @@ from typing import TYPE_CHECKING, Literal
 from cta.context import DEFAULT_ENTITY_HYPOTHESIS, table_premise
 from cta.formats.tables import spider_column_type
 from cta.judge.nli import render
-from cta.table import ColumnType, Table
-from cta.words import inflect, inflections, singular_phrase, split_name, word_zipf
+from cta.table import ColumnType, NamedColumn, Table
+from cta.wordnet import WordNet
+from cta.words import (
+    ABBREVIATIONS,
+    abbreviates,
+    inflect,
+    inflections,
+    singular_phrase,
+    split_name,
+    word_zipf,
+)
 from retriever.corpus import CorpusSpec, iter_corpus
 
 if TYPE_CHECKING:
-    from nltk.corpus.reader.wordnet import Synset, WordNetCorpusReader
+    from nltk.corpus.reader.wordnet import Synset
 
 Label = Literal["entailment", "neutral", "contradiction"]
 LABELS: tuple[Label, ...] = ("contradiction", "entailment", "neutral")
@@ -125,6 +134,7 @@ def scheme_label(label: Label, relation: str, scheme: LabelScheme) -> Label:
     associated = HUMAN_ASSOCIATED_RELATIONS if scheme == "three-way-human" else ASSOCIATED_RELATIONS
     return "neutral" if relation in associated else "contradiction"
 
+
 # Share of the examples per relation (normalised); a relation with too few distinct pairs
 # yields what it has, which the training manifest records.
 DEFAULT_MIX: dict[str, float] = {
@@ -151,86 +161,6 @@ DEFAULT_MIX: dict[str, float] = {
     "phrase-antonym": 0.04,
     "topic": 0.02,
     "off-topic": 0.02,
-}
-
-# Abbreviations of column words as they appear in real schemas (full word → short forms).
-ABBREVIATIONS: dict[str, tuple[str, ...]] = {
-    "abbreviation": ("abbr", "abbrev"),
-    "account": ("acct",),
-    "address": ("addr",),
-    "amount": ("amt",),
-    "apartment": ("apt",),
-    "approximate": ("approx",),
-    "assistant": ("asst",),
-    "association": ("assoc",),
-    "attendance": ("att",),
-    "average": ("avg", "avg."),
-    "avenue": ("ave",),
-    "building": ("bldg",),
-    "capacity": ("cap",),
-    "category": ("cat",),
-    "centimeter": ("cm",),
-    "company": ("co",),
-    "corporation": ("corp",),
-    "current": ("curr",),
-    "date of birth": ("dob",),
-    "department": ("dept", "dept."),
-    "description": ("desc", "descr"),
-    "difference": ("diff",),
-    "director": ("dir",),
-    "distance": ("dist",),
-    "division": ("div",),
-    "doctor": ("dr",),
-    "document": ("doc",),
-    "education": ("educ",),
-    "electronic mail": ("email", "e-mail"),
-    "employee": ("emp",),
-    "established": ("est",),
-    "estimated": ("est",),
-    "first name": ("fname",),
-    "government": ("govt", "gov"),
-    "height": ("ht",),
-    "hour": ("hr",),
-    "identifier": ("id",),
-    "identification": ("id",),
-    "information": ("info",),
-    "international": ("intl",),
-    "kilogram": ("kg",),
-    "kilometer": ("km",),
-    "last name": ("lname",),
-    "latitude": ("lat",),
-    "longitude": ("lon", "lng"),
-    "management": ("mgmt",),
-    "manager": ("mgr",),
-    "maximum": ("max",),
-    "minimum": ("min",),
-    "month": ("mo",),
-    "national": ("natl",),
-    "number": ("no", "no.", "num", "nr", "#"),
-    "organization": ("org",),
-    "percent": ("pct", "%"),
-    "percentage": ("pct", "%"),
-    "points": ("pts",),
-    "population": ("pop",),
-    "position": ("pos",),
-    "previous": ("prev",),
-    "professor": ("prof",),
-    "quantity": ("qty",),
-    "rank": ("rk",),
-    "reference": ("ref",),
-    "registration": ("reg",),
-    "second": ("sec",),
-    "square": ("sq",),
-    "statistics": ("stats",),
-    "street": ("st", "st."),
-    "telephone": ("tel", "tel.", "phone"),
-    "temperature": ("temp",),
-    "total": ("tot",),
-    "university": ("univ",),
-    "versus": ("vs",),
-    "weight": ("wt",),
-    "year": ("yr", "yr."),
-    "years": ("yrs",),
 }
 
 # Modifiers that turn a column into a different, associated one (min weight ≠ weight).
@@ -407,20 +337,13 @@ def same_head(a: str, b: str) -> bool:
 
 
 @dataclass(frozen=True)
-class SourceColumn:
-    """A cleaned real column: lower-case words joined by spaces, and its type."""
-
-    text: str
-    type: ColumnType
-
-
-@dataclass(frozen=True)
 class SourceTable:
-    """The columns of one real table and its primary entity (None when unknown)."""
+    """The columns of one real table (cleaned names: lower-case words joined by spaces) and
+    its primary entity (None when unknown)."""
 
     id: str
     entity: str | None
-    columns: tuple[SourceColumn, ...]
+    columns: tuple[NamedColumn, ...]
     # Zero-shot premises (cta.context.table_premise): without and, when known, with the title.
     premises: tuple[str, ...] = ()
 
@@ -470,13 +393,19 @@ class Lexicon:
     (co-hyponyms, hyponyms, meronyms) from its two most frequent senses. Results are memoised.
     """
 
-    def __init__(self, wordnet: WordNetCorpusReader, min_zipf: float = 2.0) -> None:
+    def __init__(
+        self,
+        wordnet: WordNet,
+        min_zipf: float = 2.0,
+        abbreviations: Mapping[str, tuple[str, ...]] = ABBREVIATIONS,
+    ) -> None:
         self.wn = wordnet
         self.min_zipf = min_zipf
+        # Full word → short forms (cta.words.ABBREVIATIONS unless a recipe pins its own list).
+        self.abbreviations = abbreviations
         self._memo: dict[tuple[str, str], list[str]] = {}
-        self._synsets: dict[str, list[Synset]] = {}
         self._senses: dict[str, list[Synset]] = {}
-        self._short_forms = frozenset(s for forms in ABBREVIATIONS.values() for s in forms)
+        self._short_forms = frozenset(s for forms in abbreviations.values() for s in forms)
 
     # words --------------------------------------------------------------------------------
     def zipf(self, word: str) -> float:
@@ -501,12 +430,7 @@ class Lexicon:
         return word in _STOP or any(s.pos() in "nas" for s in self.synsets(word))
 
     def synsets(self, segment: str) -> list[Synset]:
-        key = segment.replace(" ", "_")
-        found = self._synsets.get(key)
-        if found is None:
-            found = list(self.wn.synsets(key))
-            self._synsets[key] = found
-        return found
+        return self.wn.synsets(segment)
 
     def segments(self, words: Sequence[str]) -> list[str]:
         """Greedy longest WordNet collocations: ``first name date`` → ``first name``, ``date``."""
@@ -528,7 +452,7 @@ class Lexicon:
         out = {segment}
         if " " not in segment:
             for pos in ("n", "v", "a"):
-                out.update(self.wn._morphy(segment, pos))
+                out.update(self.wn.base_forms(segment, pos))
         return out
 
     def base(self, segment: str) -> str:
@@ -538,7 +462,7 @@ class Lexicon:
         for pos in ("n", "v", "a"):
             found = self.wn.morphy(segment, pos)
             if found:
-                return str(found)
+                return found
         return segment
 
     # relations ----------------------------------------------------------------------------
@@ -571,7 +495,7 @@ class Lexicon:
 
     def is_abbreviation(self, a: str, b: str) -> bool:
         """``b`` abbreviates ``a`` or the other way round (``number`` / ``no.``)."""
-        return b in ABBREVIATIONS.get(a, ()) or a in ABBREVIATIONS.get(b, ())
+        return abbreviates(a, b, self.abbreviations)
 
     def dominant_senses(self, segment: str, senses: int) -> list[Synset]:
         """Up to ``senses`` frequent senses of the segment's dominant part of speech."""
@@ -593,7 +517,7 @@ class Lexicon:
         for synset in self.synsets(segment):
             pos = synset.pos().replace("s", "a")
             base = self.wn.morphy(key, pos) or key
-            count = sum(lemma.count() for lemma in synset.lemmas() if lemma.name().lower() == base)
+            count = self.wn.sense_count(synset, base)
             by_pos.setdefault(pos, []).append((synset, count))
         if not by_pos:
             return []
@@ -823,9 +747,12 @@ def question_synonym_pairs(
                     if tuple(bases[i : i + len(old)]) == old:
                         renamed = " ".join([*words[:i], *new, *words[i + len(old) :]])
                         if renamed != text:
-                            pairs.add((tables[t] or None, text, spider_column_type(spider_type), renamed))
+                            pairs.add(
+                                (tables[t] or None, text, spider_column_type(spider_type), renamed)
+                            )
                         break
-    return sorted(pairs, key=lambda p: (p[0] or "", p[1], p[3]))
+    # Every field in the key: a set's order depends on the process's hash seed.
+    return sorted(pairs, key=lambda p: (p[0] or "", p[1], p[3], p[2].value))
 
 
 def _question_words(question: str) -> list[str]:
@@ -851,12 +778,12 @@ def load_source_tables(
 
 def from_table(table: Table, lexicon: Lexicon) -> SourceTable | None:
     """The :class:`SourceTable` of a validated table, or None with fewer than two usable columns."""
-    columns: dict[str, SourceColumn] = {}
+    columns: dict[str, NamedColumn] = {}
     for column in table.columns:
         text = clean_column(column.name, lexicon)
         # R's row labels ("row name") say nothing about what the table's columns mean.
         if text is not None and text not in columns and text != "row name":
-            columns[text] = SourceColumn(text, column.type)
+            columns[text] = NamedColumn(name=text, type=column.type)
     if len(columns) < 2:
         return None
     untitled = table.model_copy(update={"name": None, "caption": None})
@@ -911,7 +838,7 @@ class _Builder:
         self.question_pairs = list(question_pairs)
         self.lex = lexicon
         self.rng = rng
-        self.columns: list[tuple[SourceTable, SourceColumn]] = [
+        self.columns: list[tuple[SourceTable, NamedColumn]] = [
             (t, c) for t in self.tables for c in t.columns
         ]
         self.entities = sorted({t.entity for t in self.tables if t.entity})
@@ -923,7 +850,7 @@ class _Builder:
         by_head: dict[str, set[str]] = {}
         by_modifier: dict[str, set[str]] = {}
         for _, column in self.columns:
-            words = column.text.split()
+            words = column.name.split()
             if len(words) >= 2 and "of" not in words:
                 by_head.setdefault(words[-1], set()).add(" ".join(words[:-1]))
                 by_modifier.setdefault(" ".join(words[:-1]), set()).add(words[-1])
@@ -939,22 +866,22 @@ class _Builder:
             return default
         return self.rng.choice(self.entities) if self.entities else None
 
-    def renamed(self, table: SourceTable, column: SourceColumn, new: str) -> Pair:
+    def renamed(self, table: SourceTable, column: NamedColumn, new: str) -> Pair:
         """``column`` vs ``new`` (same type), with the entity of :meth:`entity` for ``table``."""
-        return (self.entity(table.entity), column.text, column.type, new, column.type)
+        return (self.entity(table.entity), column.name, column.type, new, column.type)
 
-    def pick_column(self) -> tuple[SourceTable, SourceColumn]:
+    def pick_column(self) -> tuple[SourceTable, NamedColumn]:
         return self.columns[self.rng.randrange(len(self.columns))]
 
     def substitute(
         self,
-        column: SourceColumn,
+        column: NamedColumn,
         related: Callable[[str], list[str]],
         max_words: int = 1,
         inflect: bool = True,
     ) -> str | None:
         """The column with up to ``max_words`` segments replaced by ``related`` words."""
-        words = column.text.split()
+        words = column.name.split()
         segments = self.lex.segments(words)
         options = [
             i for i, s in enumerate(segments) if s not in _STOP and not s.isdigit() and related(s)
@@ -972,7 +899,7 @@ class _Builder:
         """A segment of a random real column (so common column words come up more often) and
         one of its ``related`` words, in a random table context."""
         _, column = self.pick_column()
-        segments = [s for s in self.lex.segments(column.text.split()) if s not in _STOP]
+        segments = [s for s in self.lex.segments(column.name.split()) if s not in _STOP]
         segment = self.rng.choice(segments)
         if segment.isdigit():
             return None
@@ -986,14 +913,14 @@ class _Builder:
     ) -> Pair | None:
         table, column = self.pick_column()
         new = self.substitute(column, related, max_words, inflect)
-        if new is None or new == column.text:
+        if new is None or new == column.name:
             return None
         return self.renamed(table, column, new)
 
     # relations ----------------------------------------------------------------------------
     def identity(self) -> Pair | None:
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         style = self.rng.randrange(4)
         if style == 0:
             variant = "_".join(words)
@@ -1003,8 +930,8 @@ class _Builder:
             variant = " ".join(w.capitalize() for w in words)
         else:
             variant = " ".join(self.lex.inflect_like(w, self.lex.base(w)) for w in words)
-            if variant == column.text:
-                variant = column.text.upper()
+            if variant == column.name:
+                variant = column.name.upper()
         return self.renamed(table, column, variant)
 
     def synonym(self) -> Pair | None:
@@ -1015,18 +942,19 @@ class _Builder:
 
     def abbreviation(self) -> Pair | None:
         table, column = self.pick_column()
-        text = f" {column.text} "
-        options = [full for full in sorted(ABBREVIATIONS) if f" {full} " in text]
+        text = f" {column.name} "
+        forms = self.lex.abbreviations
+        options = [full for full in sorted(forms) if f" {full} " in text]
         if not options:
             return None
         full = self.rng.choice(options)
-        short = self.rng.choice(ABBREVIATIONS[full])
+        short = self.rng.choice(forms[full])
         new = " ".join(text.replace(f" {full} ", f" {short} ", 1).split())
         return self.renamed(table, column, new)
 
     def paraphrase(self) -> Pair | None:
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         new: str | None = None
         if len(words) >= 3 and words[1] == "of" and words[0] in OF_HEADS:
             # date of birth → birth date; number of tickets → ticket count / how many tickets
@@ -1042,7 +970,7 @@ class _Builder:
             new = f"{words[1]} of {words[0]}"
         elif column.type is ColumnType.BOOLEAN or (len(words) == 1 and words[0].endswith("ed")):
             new = self.rng.choice(
-                [f"is {column.text}", f"{column.text} yes or no", f"{column.text} or not"]
+                [f"is {column.name}", f"{column.name} yes or no", f"{column.name} or not"]
             )
         elif len(words) == 2 and words[1] == "count":
             plural = inflect(words[0], "NNS")
@@ -1061,15 +989,15 @@ class _Builder:
         if not table.entity:
             return None
         entity = table.entity
-        if column.text.startswith(entity + " ") and len(column.text) > len(entity) + 1:
-            shorter = column.text[len(entity) + 1 :]
+        if column.name.startswith(entity + " ") and len(column.name) > len(entity) + 1:
+            shorter = column.name[len(entity) + 1 :]
             if shorter.split()[0] in _STOP:
                 return None
-            return (entity, column.text, column.type, shorter, column.type)
-        if entity in column.text.split() or len(column.text.split()) > 2:
+            return (entity, column.name, column.type, shorter, column.type)
+        if entity in column.name.split() or len(column.name.split()) > 2:
             return None
-        longer = self.rng.choice([f"{entity} {column.text}", f"{column.text} of {entity}"])
-        return (entity, column.text, column.type, longer, column.type)
+        longer = self.rng.choice([f"{entity} {column.name}", f"{column.name} of {entity}"])
+        return (entity, column.name, column.type, longer, column.type)
 
     def question_synonym(self) -> Pair | None:
         if not self.question_pairs:
@@ -1081,7 +1009,7 @@ class _Builder:
         """A thing's name column is the thing: ``airline name`` ⇄ ``airline`` ⇄ ``name of airline``;
         a work's name is its title: ``song name`` ⇄ ``song title``."""
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         if len(words) == 1 and column.type is ColumnType.TEXT and self._named(words[0]):
             # A column "airline" holds airline names: "airline" ⇄ "airline name".
             options = [f"{words[0]} name", f"name of {words[0]}"]
@@ -1094,7 +1022,7 @@ class _Builder:
         if len(words) < 2 or words[-1] not in ("name", "title") or "of" in words:
             return None
         thing = " ".join(words[:-1])
-        if self.lex.synsets(column.text) or not self._named(thing, or_titled=True):
+        if self.lex.synsets(column.name) or not self._named(thing, or_titled=True):
             return None  # "first name", "pen name": collocations, not the name of a thing
         titled = self._titled(words[-2])
         if words[-1] == "title" and not titled:
@@ -1106,7 +1034,7 @@ class _Builder:
             options = [thing, f"{thing} name", f"name of {thing}"]
         return (
             self.entity(table.entity),
-            column.text,
+            column.name,
             column.type,
             self.rng.choice(options),
             column.type,
@@ -1119,21 +1047,21 @@ class _Builder:
         a concert table) — related, not equivalent.
         """
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         if len(words) == 2 and words[-1] not in IDENTITY_HEADS and self._named(words[0]):
-            if self.lex.synsets(column.text) or words[0] in MODIFIERS:
+            if self.lex.synsets(column.name) or words[0] in MODIFIERS:
                 return None
             return self.renamed(table, column, words[0])
         if not table.entity or not self._named(table.entity):
             return None
-        others = [c for c in table.columns if c.text != column.text and len(c.text.split()) <= 2]
+        others = [c for c in table.columns if c.name != column.name and len(c.name.split()) <= 2]
         if not others:
             return None
         other = self.rng.choice(others)
-        if _contains(other.text, table.entity) or other.text.split()[-1] in IDENTITY_HEADS:
+        if _contains(other.name, table.entity) or other.name.split()[-1] in IDENTITY_HEADS:
             return None
         name = f"{table.entity} name"
-        return (self.entity(table.entity), name, ColumnType.TEXT, other.text, other.type)
+        return (self.entity(table.entity), name, ColumnType.TEXT, other.name, other.type)
 
     def _noun_phrase(self, phrase: str) -> bool:
         words = phrase.split()
@@ -1157,7 +1085,7 @@ class _Builder:
     def modifier_swap(self) -> Pair | None:
         """Same head, another real modifier: ``airport name`` → ``airline name``."""
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         modifiers = self.by_head.get(words[-1]) if len(words) >= 2 else None
         if not modifiers:
             return None
@@ -1174,7 +1102,7 @@ class _Builder:
     def head_swap(self) -> Pair | None:
         """Same modifier, another real head: ``ticket number`` → ``ticket price``."""
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         modifier = " ".join(words[:-1])
         heads = self.by_modifier.get(modifier) if len(words) >= 2 else None
         if not heads:
@@ -1227,9 +1155,9 @@ class _Builder:
     def co_occurring(self) -> Pair | None:
         table = self.tables[self.rng.randrange(len(self.tables))]
         a, b = self.rng.sample(list(table.columns), 2)
-        if self._equivalent(table.entity, a.text, b.text):
+        if self._equivalent(table.entity, a.name, b.name):
             return None
-        return (self.entity(table.entity), a.text, a.type, b.text, b.type)
+        return (self.entity(table.entity), a.name, a.type, b.name, b.type)
 
     def _equivalent(self, entity: str | None, a: str, b: str) -> bool:
         # Two columns of one table are never equivalent — unless written as such (a rename of
@@ -1266,7 +1194,7 @@ class _Builder:
 
     def modifier(self) -> Pair | None:
         table, column = self.pick_column()
-        words = column.text.split()
+        words = column.name.split()
         entity_words = set((table.entity or "").split())
         if len(words) == 2 and "of" not in words and self.rng.random() < 0.3:
             # Drop a word that carries meaning: "home phone" vs "phone".
@@ -1279,12 +1207,12 @@ class _Builder:
             return None
         if self.rng.random() < 0.5:
             word = self.rng.choice(MODIFIERS)
-            new = f"{word} {column.text}"
+            new = f"{word} {column.name}"
         else:
             # Another column's head word after this one: "city" → "city population".
-            other = self.rng.choice(table.columns).text.split()[-1]
+            other = self.rng.choice(table.columns).name.split()[-1]
             word = other
-            new = f"{column.text} {other}"
+            new = f"{column.name} {other}"
         if word in words or word in entity_words or word in IDENTITY_HEADS or word in _STOP:
             return None
         if any(self.lex.is_synonym(word, w) for w in words):
@@ -1296,16 +1224,16 @@ class _Builder:
 
     def _neighbours(self, word: str) -> list[str]:
         if self._spelling is None:
-            vocabulary = sorted({w for _, c in self.columns for w in c.text.split()})
+            vocabulary = sorted({w for _, c in self.columns for w in c.name.split()})
             self._spelling = _spelling_neighbours(vocabulary, self.lex)
         return self._spelling.get(word, [])
 
     def unrelated(self) -> Pair | None:
         table, a = self.pick_column()
         _, b = self.pick_column()
-        if self._equivalent(table.entity, a.text, b.text):
+        if self._equivalent(table.entity, a.name, b.name):
             return None
-        return (self.entity(table.entity), a.text, a.type, b.text, a.type)
+        return (self.entity(table.entity), a.name, a.type, b.name, a.type)
 
     def antonym(self) -> Pair | None:
         return self.word_pair(self.lex.antonyms)
@@ -1395,6 +1323,7 @@ def build_supervision(
                     continue
             seen.add(key)
             candidates.append((pair, relation))
+
     # Drop text pairs that received two labels (in either direction).
     def label_of(relation: str) -> Label:
         return scheme_label(RELATIONS[relation], relation, scheme)

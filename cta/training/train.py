@@ -35,6 +35,7 @@ from cta.training.fit import (
     new_classifier,
     resolve_precision,
 )
+from cta.training.recipe import load_abbreviations
 from cta.training.settings import TrainingSettings
 from cta.training.supervision import (
     LABELS,
@@ -107,7 +108,12 @@ def build_training_data(
             seed=seed,
         )
 
-    lexicon = Lexicon(load_wordnet(settings))
+    pinned = settings.judge_train_abbreviations
+    lexicon = (
+        Lexicon(load_wordnet(settings), abbreviations=load_abbreviations(Path(pinned)))
+        if pinned
+        else Lexicon(load_wordnet(settings))
+    )
     tables = load_source_tables(corpora, lexicon, holdout)
     question_files = list(
         settings.judge_train_question_synonyms if question_synonyms is None else question_synonyms
@@ -207,7 +213,11 @@ def train_judge(
         mix=mix,
         validation_share=validation_share,
     )
-    log.info("judge supervision: %d training, %d validation pairs", len(data.training), len(data.validation))
+    log.info(
+        "judge supervision: %d training, %d validation pairs",
+        len(data.training),
+        len(data.validation),
+    )
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -11,6 +11,19 @@ import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
+
+def _of_a_job_item() -> tuple[sa.Column[int], sa.Column[str], sa.Column[int]]:
+    """The first columns of a row that belongs to one item of a job: its own id, the job's
+    (the row goes when the job does) and the item's position in the job."""
+    return (
+        sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
+        sa.Column(
+            "job_id", sa.String(32), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False
+        ),
+        sa.Column("position", sa.Integer, nullable=False),
+    )
+
+
 jobs = sa.Table(
     "jobs",
     metadata,
@@ -31,11 +44,7 @@ jobs = sa.Table(
 job_items = sa.Table(
     "job_items",
     metadata,
-    sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
-    sa.Column(
-        "job_id", sa.String(32), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False
-    ),
-    sa.Column("position", sa.Integer, nullable=False),
+    *_of_a_job_item(),
     sa.Column("status", sa.String(16), nullable=False),
     sa.Column("table_id", sa.Text, nullable=True),
     sa.Column("payload", sa.Text, nullable=False),
@@ -56,11 +65,7 @@ job_items = sa.Table(
 review_items = sa.Table(
     "review_items",
     metadata,
-    sa.Column("id", sa.Integer, sa.Identity(), primary_key=True),
-    sa.Column(
-        "job_id", sa.String(32), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False
-    ),
-    sa.Column("position", sa.Integer, nullable=False),
+    *_of_a_job_item(),
     sa.Column("target", sa.Text, nullable=False),
     sa.Column("kind", sa.String(8), nullable=False),
     # the name as the generator proposed it (or as a reviewer first added it): the item's key
