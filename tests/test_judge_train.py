@@ -242,6 +242,34 @@ def test_question_synonyms_rename_the_columns_of_their_database(
     assert len(without.examples) >= len(supervision.examples) - len(used)
 
 
+def test_a_pinned_abbreviation_list_is_what_the_pairs_are_drawn_from(
+    tmp_path: Path, lexicon: Lexicon, sources: list[SourceTable]
+) -> None:
+    """``judge_train_abbreviations``: a recipe's own list replaces the product's table."""
+    from cta.training.recipe import RecipeError, load_abbreviations
+    from cta.words import ABBREVIATIONS
+
+    pinned = tmp_path / "abbreviations.json"
+    pinned.write_text(json.dumps({"number": ["nmbr"], "price": ["prc"]}))
+    own = Lexicon(lexicon.wn, abbreviations=load_abbreviations(pinned))
+
+    def shortened(lex: Lexicon) -> set[str]:
+        made = build_supervision(sources, lex, size=300, seed=0, mix={"abbreviation": 1.0})
+        pairs = [e for e in made.examples if e.relation == "abbreviation"]
+        assert pairs
+        return {w for e in pairs for w in f"{e.premise} {e.hypothesis}".split()}
+
+    with_pinned = shortened(own)
+    assert with_pinned & {"nmbr", "prc"}
+    assert not with_pinned & {"no", "num", "avg", "nbr"}
+    assert shortened(lexicon) & {s for forms in ABBREVIATIONS.values() for s in forms}
+    assert own.is_abbreviation("number", "nmbr") and not own.is_abbreviation("number", "no")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"number": []}))
+    with pytest.raises(RecipeError, match="non-empty list"):
+        load_abbreviations(bad)
+
+
 def test_question_synonym_pairs_do_not_depend_on_the_hash_seed(
     tmp_path: Path, lexicon: Lexicon
 ) -> None:

@@ -46,6 +46,7 @@ from cta.training.supervision import (
     question_synonym_pairs,
 )
 from cta.wordnet import load_wordnet
+from cta.words import ABBREVIATIONS
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +110,8 @@ def build_training_data(
         )
 
     pinned = settings.judge_train_abbreviations
-    lexicon = (
-        Lexicon(load_wordnet(settings), abbreviations=load_abbreviations(Path(pinned)))
-        if pinned
-        else Lexicon(load_wordnet(settings))
-    )
+    abbreviations = load_abbreviations(Path(pinned)) if pinned else ABBREVIATIONS
+    lexicon = Lexicon(load_wordnet(settings), abbreviations=abbreviations)
     tables = load_source_tables(corpora, lexicon, holdout)
     question_files = list(
         settings.judge_train_question_synonyms if question_synonyms is None else question_synonyms
