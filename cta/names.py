@@ -24,6 +24,7 @@ from cta.table import ColumnType
 from cta.words import camel_parts, lemmas, name_words, word_zipf
 
 __all__ = [
+    "EVENT_TIME_HEADS",
     "NameStyle",
     "clean_header",
     "head_index",
@@ -51,6 +52,9 @@ MAX_WORDS = 4
 # An ADD name is a new column's header: a retrieved one of more words is a flattened multi-row
 # header (``club performance league norway``), not a column one would add.
 MAX_ADD_WORDS = 3
+# Head words naming when something happened, at a granularity a date subsumes (``publication
+# year``, ``date joined``): the ADD guard reads two such names about one event as one column.
+EVENT_TIME_HEADS = frozenset({"date", "year", "day", "datetime", "timestamp"})
 # Characters a column name may hold besides letters and spaces: word joiners, an apostrophe
 # (``player's``), an abbreviation's dot (``no.``) and ``&`` (``R&B``). Anything else is a
 # qualifier or a code: ``(km²)``, ``%``, ``#``, ``/``, ``:``, ``*``, ``{``.

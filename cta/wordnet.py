@@ -118,6 +118,7 @@ class WordNet:
     def __init__(self, reader: WordNetCorpusReader, cache_size: int = 200_000) -> None:
         self.reader = reader
         self._lookup = lru_cache(maxsize=cache_size)(self._synsets)
+        self._events = lru_cache(maxsize=cache_size)(self._event_verbs)
 
     def synsets(self, word: str, pos: str | None = None) -> list[Synset]:
         """The synsets of ``word`` (``first name`` ≡ ``first_name``), of one part of speech
@@ -145,6 +146,28 @@ class WordNet:
     def all_synsets(self) -> Iterator[Synset]:
         """Every synset, in WordNet's order."""
         yield from self.reader.all_synsets()
+
+    def event_verbs(self, word: str) -> frozenset[str]:
+        """The verb senses ``word`` can name the event of, any sense: a noun's derivationally
+        related verbs (``publication`` → *publish*, *issue*) and a verb form's own senses
+        (``published`` → *publish*). Two words that share one can name the same event
+        (``release`` / ``publication``; never ``release`` / ``death``)."""
+        return self._events(word.lower())
+
+    def _event_verbs(self, word: str) -> frozenset[str]:
+        out: set[str] = set()
+        for synset in self.synsets(word, "n"):
+            for lemma in synset.lemmas():
+                if lemma.name().lower() == word:
+                    out.update(
+                        d.synset().name()
+                        for d in lemma.derivationally_related_forms()
+                        if d.synset().pos() == "v"
+                    )
+        base = self.morphy(word, "v")
+        if base is not None:
+            out.update(s.name() for s in self.synsets(base, "v"))
+        return frozenset(out)
 
     @staticmethod
     def sense_count(synset: Synset, lemma: str) -> int:

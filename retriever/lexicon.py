@@ -38,7 +38,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from cta.components import ColumnContext
-from cta.names import head_index
+from cta.names import EVENT_TIME_HEADS, head_index
 from cta.registry import register
 from cta.results import Candidate
 from cta.seeding import rng_for_key
@@ -188,7 +188,9 @@ class WordNetReplacer:
         word (or one-word names, or multi-word WordNet lemmas) whose words share a dominant
         sense (``wage`` / ``salary``), or single head nouns one of which is a hypernym, at most
         two levels up, of a dominant sense of the other — a broader name for it (``head`` /
-        ``manager``, ``person`` / ``author``).
+        ``manager``, ``person`` / ``author``); or two names of when one event happened
+        (:func:`_event_word`; ``release year`` / ``publication year``, ``published`` /
+        ``publication year``), whose event words can name one verb sense.
 
         Dominant senses are the ``dictionary_max_senses`` most frequent ones (2 when all
         senses are used for replacement). A :class:`cta.components.NameEquivalence`.
@@ -196,6 +198,13 @@ class WordNetReplacer:
         words_a, words_b = name_words(a), name_words(b)
         if not words_a or not words_b:
             return False
+        event_a, event_b = _event_word(words_a), _event_word(words_b)
+        if (
+            event_a
+            and event_b
+            and self.wordnet.event_verbs(event_a) & self.wordnet.event_verbs(event_b)
+        ):
+            return True
         if len(words_a) != len(words_b):
             return self._related("_".join(words_a), "_".join(words_b), head=True)
         differ = [i for i, (x, y) in enumerate(zip(words_a, words_b, strict=True)) if x != y]
@@ -319,6 +328,22 @@ class WordNetReplacer:
                 )
             )
         return found
+
+
+def _event_word(words: Sequence[str]) -> str | None:
+    """The word naming the event of a name that says when it happened: the other word of a
+    two-word name with an event-time head (``publication`` in ``publication year``, ``joined``
+    in ``date joined``), or a lone past participle (``published``); else ``None``."""
+    lowered = [w.lower() for w in words]
+    if len(lowered) == 2:
+        times = [w in EVENT_TIME_HEADS for w in lowered]
+        if sum(times) == 1:
+            other = lowered[times.index(False)]
+            return other if other.isalpha() else None
+        return None
+    if len(lowered) == 1 and lowered[0].endswith("ed") and lowered[0].isalpha():
+        return lowered[0]
+    return None
 
 
 def _near_hypernyms(synsets: set[Synset], levels: int = 2) -> set[Synset]:

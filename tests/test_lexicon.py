@@ -313,6 +313,15 @@ def test_a_word_whose_senses_have_no_synonym_is_kept(home: Path) -> None:
         ("height", "weight", False),
         ("annual wage", "monthly salary", False),  # two words differ
         ("points", "place of birth", False),  # no broader/narrower between multi-word lemmas
+        # when one event happened: the event words name one verb sense (publish, issue)
+        ("release year", "publication year", True),
+        ("published", "publication year", True),
+        ("opened", "year opened", True),
+        ("founded", "foundation date", True),
+        ("release year", "death year", False),
+        ("birth date", "death date", False),
+        ("start date", "end date", False),
+        ("opened", "closed", False),
     ],
 )
 def test_same_meaning_in_dominant_senses(home: Path, a: str, b: str, same: bool) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from cta.names import MAX_ADD_WORDS, head_index
+from cta.names import EVENT_TIME_HEADS, MAX_ADD_WORDS, head_index
 from cta.results import JudgeScore, Verdict
 from cta.settings import Settings
 from cta.words import lemmas, name_key, singular
@@ -132,7 +132,9 @@ class DecisionRule:
             rpl_aggregation=settings.rpl_aggregation,
             add_aggregation=settings.add_aggregation,
             add_association=settings.add_association,
-            add_top_k=settings.add_association_top_k if settings.add_association is not None else None,
+            add_top_k=settings.add_association_top_k
+            if settings.add_association is not None
+            else None,
         )
 
     def is_associated(self, association: float) -> bool:
@@ -201,8 +203,6 @@ AddClash = Literal[
 ]
 # A column restated in a unit or per something (``price in pounds``, ``weight per unit``).
 _RESTATING = frozenset({"in", "per"})
-# Head words naming when something happened, at a granularity a date subsumes.
-_EVENT_TIME_HEADS = frozenset({"date", "year", "day", "datetime", "timestamp"})
 
 
 def add_clash(
@@ -289,12 +289,12 @@ def _same_event_time(cand: tuple[str, ...], col: tuple[str, ...]) -> bool:
     """Both name when the same thing happened: event-time heads, the same other words in any
     order and form (``join year`` / ``date joined``); or a bare ``date`` beside one."""
     col_head = head_index(list(col))
-    if col[col_head] not in _EVENT_TIME_HEADS:
+    if col[col_head] not in EVENT_TIME_HEADS:
         return False
     if cand == ("date",):
         return True
     cand_head = head_index(list(cand))
-    if len(cand) < 2 or len(cand) != len(col) or cand[cand_head] not in _EVENT_TIME_HEADS:
+    if len(cand) < 2 or len(cand) != len(col) or cand[cand_head] not in EVENT_TIME_HEADS:
         return False
     rest_cand = sorted(_base(w) for i, w in enumerate(cand) if i != cand_head)
     rest_col = sorted(_base(w) for i, w in enumerate(col) if i != col_head)
