@@ -35,6 +35,7 @@ __all__ = [
     "column_words",
     "inflect",
     "inflections",
+    "is_past_participle",
     "lemma",
     "lemma_words",
     "lemmas",
@@ -135,6 +136,12 @@ def inflections(word: str) -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=200_000)
+def is_past_participle(word: str) -> bool:
+    """``word`` is a past participle of another verb (``published``, ``born``, ``built``; not
+    ``speed`` or ``need``), as the lemmatiser reads it."""
+    return any(word in inflect(base, "VBN") for base in lemmas(word, "VERB") if base != word)
+
+
 def singular(word: str) -> str:
     """A noun's singular, lower-cased: lemminflect's first noun lemma (``cities`` → city,
     ``children`` → child, ``Players`` → player); a word it does not know stays as it is,

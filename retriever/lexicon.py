@@ -45,7 +45,7 @@ from cta.seeding import rng_for_key
 from cta.settings import Settings
 from cta.table import ColumnType
 from cta.wordnet import WordNet, load_wordnet
-from cta.words import inflect, name_words, word_spans, word_zipf
+from cta.words import inflect, is_past_participle, name_words, word_spans, word_zipf
 
 if TYPE_CHECKING:
     from nltk.corpus.reader.wordnet import Synset
@@ -341,7 +341,7 @@ def _event_word(words: Sequence[str]) -> str | None:
             other = lowered[times.index(False)]
             return other if other.isalpha() else None
         return None
-    if len(lowered) == 1 and lowered[0].endswith("ed") and lowered[0].isalpha():
+    if len(lowered) == 1 and lowered[0].isalpha() and is_past_participle(lowered[0]):
         return lowered[0]
     return None
 

@@ -12,6 +12,7 @@ from cta.words import (
     column_words,
     inflect,
     inflections,
+    is_past_participle,
     lemma_words,
     name_key,
     name_words,
@@ -97,3 +98,11 @@ def test_a_seeded_stream_depends_only_on_its_key() -> None:
     # The JSON key keeps parts apart that a plain join would merge.
     assert seeded_rng("a b", "c").random() != seeded_rng("a", "b c").random()
     assert rng_for_key("k").random() == rng_for_key("k").random()
+
+
+@pytest.mark.parametrize(
+    ("word", "participle"),
+    [("published", True), ("born", True), ("built", True), ("speed", False), ("need", False)],
+)
+def test_a_past_participle_is_told_by_the_lemmatiser(word: str, participle: bool) -> None:
+    assert is_past_participle(word) is participle
