@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from cta.results import Candidate
+from cta.entity_schemas import EntitySchema
+from cta.results import Candidate, ColumnAlignment, EntityLink
 from cta.table import Column, NamedColumn, Table
 
 
@@ -60,19 +61,52 @@ class Reranker(Protocol):
         ...
 
 
+class TableLink(BaseModel):
+    """A table's entity link: the best entity schemas, scored, and — when the best reaches the
+    linker's threshold — that schema and the column of it each table column names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    links: tuple[EntityLink, ...] = ()
+    schema_: EntitySchema | None = Field(default=None, alias="schema")
+    alignment: dict[str, ColumnAlignment] = Field(default_factory=dict)
+
+    @property
+    def entity(self) -> str | None:
+        """The linked entity (None: not linked)."""
+        return self.schema_.entity if self.schema_ is not None else None
+
+
+@runtime_checkable
+class EntityLinker(Protocol):
+    """A table → its best entity schemas and its columns' alignment (chosen by
+    ``CTA_ENTITY_LINKER``; :mod:`retriever.entity_linker`)."""
+
+    def link(self, table: Table, entity: str | None) -> TableLink: ...
+
+    def contradicts(self, link: TableLink, name: str) -> bool:
+        """Whether ``name`` names another kind of row than the linked one (``film`` or
+        ``film title`` in a table of books), so that it cannot belong to the table."""
+        ...
+
+
 class ColumnContext(NamedColumn):
     """A target column (its name and type) in its table: what a candidate source may look at
     to fit its names.
 
-    ``entity`` is the table's primary entity; ``others`` are the table's other columns.
+    ``entity`` is the table's primary entity; ``others`` are the table's other columns;
+    ``link`` the table's entity link, when a linker ran.
     """
 
     entity: str | None = None
     table_name: str | None = None
     others: tuple[Column, ...] = ()
+    link: TableLink | None = None
 
     @classmethod
-    def of(cls, table: Table, column: Column, entity: str | None) -> ColumnContext:
+    def of(
+        cls, table: Table, column: Column, entity: str | None, link: TableLink | None = None
+    ) -> ColumnContext:
         """The context of ``column`` in ``table`` (whose primary entity is ``entity``)."""
         return cls(
             name=column.name,
@@ -80,6 +114,7 @@ class ColumnContext(NamedColumn):
             entity=entity,
             table_name=table.name,
             others=tuple(c for c in table.columns if c.name != column.name),
+            link=link,
         )
 
 
@@ -101,6 +136,11 @@ class SourceProposal(BaseModel):
 
     equivalent: list[Candidate] = Field(default_factory=list)
     associated: list[Candidate] = Field(default_factory=list)
+    typed: bool = Field(
+        default=False,
+        description="The associated names carry their own column types (an entity schema's); "
+        "else a name's type is told by the name, then by the retrieved tables",
+    )
 
 
 @runtime_checkable

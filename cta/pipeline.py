@@ -24,10 +24,12 @@ from cta.components import (
     ColumnContext,
     DictionaryReplacer,
     EntailmentModel,
+    EntityLinker,
     KnownNames,
     NameEquivalence,
     Reranker,
     Retriever,
+    TableLink,
 )
 from cta.context import primary_entity as find_primary_entity
 from cta.judge.decide import DecisionRule, SameMeaning, add_name_problem, is_new_column
@@ -52,6 +54,11 @@ from cta.table import Column, ColumnType, Table
 from cta.words import name_key
 
 log = logging.getLogger(__name__)
+
+#: ADD lists: where a name without a rank group goes (after every grouped one)
+_GROUP_LAST = 1_000
+#: the candidate source of the linked entity schema (:mod:`retriever.entity_linker`)
+_SCHEMA_SOURCE = "entity-schema"
 
 #: directed pairs judged between two ``should_stop`` checks (a multiple of the judge's batch)
 _STOP_CHUNK_BATCHES = 16
@@ -93,6 +100,7 @@ class _TablePlan:
     entity: str
     entity_source: EntitySource
     report: CandidateReport
+    link: TableLink
     # per target column: RPL candidates (sources' equivalents ∪ retrieved ∪ dictionary,
     # deduplicated) and ADD ones (sources' associated names ∪ retrieved, lexically new)
     rpl: dict[str, list[Candidate]] = field(default_factory=dict)
@@ -114,6 +122,7 @@ class Pipeline:
     judge_model: Judge
     sources: Sequence[CandidateSource] = ()
     add_source: AddCandidates | None = None
+    linker: EntityLinker | None = None
     _known_names: tuple[frozenset[str] | None] | None = field(default=None, repr=False)
 
     @classmethod
@@ -132,6 +141,7 @@ class Pipeline:
             sources=tuple(
                 registry.create("source", name, settings) for name in settings.candidate_sources
             ),
+            linker=registry.create("linker", settings.entity_linker, settings),
         )
 
     def estimate_pairs(self, table: Table) -> int:
@@ -170,6 +180,12 @@ class Pipeline:
         )
         return entity, source
 
+    def link(self, table: Table, entity: str | None) -> TableLink:
+        """The table's entity link (an empty one without a linker)."""
+        if self.linker is None:
+            return TableLink()
+        return self.linker.link(table, entity)
+
     # -- stages 1–3: candidates --------------------------------------------------------------
     def candidates(self, table: Table, seed: int = 0, entity: str | None = None) -> CandidateReport:
         """The candidates of every target column, before the judge: retrieved and reranked,
@@ -177,9 +193,11 @@ class Pipeline:
         the table's primary entity when already known (else found as :meth:`perturb` does)."""
         if entity is None:
             entity, _ = self.primary_entity(table)
-        return self._candidates(table, entity, seed)
+        return self._candidates(table, entity, seed, self.link(table, entity))
 
-    def _candidates(self, table: Table, entity: str | None, seed: int) -> CandidateReport:
+    def _candidates(
+        self, table: Table, entity: str | None, seed: int, link: TableLink
+    ) -> CandidateReport:
         targets = table.targets()
         retrieved_ids: list[str] = []
         retrieved_by_target: list[list[Candidate]] = [[] for _ in targets]
@@ -220,7 +238,7 @@ class Pipeline:
         own = {name_key(c.name) for c in table.columns}
         columns = []
         for i, target in enumerate(targets):
-            context = ColumnContext.of(table, target, entity)
+            context = ColumnContext.of(table, target, entity, link)
             dictionary = (
                 self.dictionary.candidates(target.name, seed, context)
                 if self.dictionary is not None
@@ -231,10 +249,13 @@ class Pipeline:
             for source in self.sources:
                 proposal = source.propose(context)
                 equivalent += self._tidy(proposal.equivalent, style, like=target)
-                associated += self._tidy(proposal.associated, style, types=corpus_types)
+                associated += self._tidy(
+                    proposal.associated, style, types=None if proposal.typed else corpus_types
+                )
             columns.append(
                 ColumnCandidates(
                     column=target.name,
+                    aligned_to=link.alignment.get(target.name),
                     retrieved=retrieved_by_target[i],
                     dictionary=[
                         c.model_copy(update={"type": target.type})
@@ -248,6 +269,8 @@ class Pipeline:
         return CandidateReport(
             table_id=table.id,
             primary_entity=entity,
+            entity_links=list(link.links),
+            linked_entity=link.entity,
             retrieved_tables=retrieved_ids,
             columns=columns,
         )
@@ -262,17 +285,16 @@ class Pipeline:
         """A source's names as the table would write them: natural ones only (see
         :func:`cta.names.is_natural_name`; a rename may keep what ``like`` has), in the
         table's style. A rename keeps its column's type; a new column is typed by its name
-        where it tells, else as the retrieved tables hold it (``types``), else as proposed."""
+        where it tells, else as the retrieved tables hold it (``types``), else as proposed;
+        with ``types`` None (a source that types its names), as proposed."""
         out = []
         like_name = like.name if like is not None else None
         for cand in candidates:
             if not is_natural_name(cand.name, self.settings.pool_min_zipf, like_name):
                 continue
             update: dict[str, object] = {"name": restyle(cand.name, style)}
-            if like is None:
-                update["type"] = (
-                    name_type(cand.name) or (types or {}).get(name_key(cand.name)) or cand.type
-                )
+            if like is None and types is not None:
+                update["type"] = name_type(cand.name) or types.get(name_key(cand.name)) or cand.type
             out.append(cand.model_copy(update=update))
         return out
 
@@ -366,8 +388,16 @@ class Pipeline:
                             rule.is_associated(value)
                         ):
                             kept.append((value, cand))
-                    # most associated first (unknown association, NaN, last), then by name
-                    kept.sort(key=lambda vc: (-(vc[0] if vc[0] == vc[0] else -1.0), vc[1].name))
+                    # by rank group (the linked schema's names first: the target's facet, then
+                    # the rest), then most associated first (unknown association, NaN, last),
+                    # then by name
+                    kept.sort(
+                        key=lambda vc: (
+                            _GROUP_LAST if vc[1].rank_group is None else vc[1].rank_group,
+                            -(vc[0] if vc[0] == vc[0] else -1.0),
+                            vc[1].name,
+                        )
+                    )
                     plan.add[target.name] = [c for _, c in kept[: rule.add_top_k]]
         # Pass 2: the ADD check, every candidate against every column of its table.
         new_columns = self._check_adds(plans, rule, scores, should_stop)
@@ -498,8 +528,11 @@ class Pipeline:
 
     def _plan(self, table: Table, seed: int) -> _TablePlan:
         entity, source = self.primary_entity(table)
-        report = self._candidates(table, entity, seed)
-        plan = _TablePlan(table=table, entity=entity, entity_source=source, report=report)
+        link = self.link(table, entity)
+        report = self._candidates(table, entity, seed, link)
+        plan = _TablePlan(
+            table=table, entity=entity, entity_source=source, report=report, link=link
+        )
         own = {name_key(c.name) for c in table.columns}
         names = table.column_names
         same_meaning = self.same_meaning
@@ -507,13 +540,25 @@ class Pipeline:
         # least this many of its columns); a rename needs no such support (the judge's
         # entailment decides it).
         min_shared = self.settings.add_min_shared_columns
+        linker = self.linker if link.schema_ is not None else None
+
+        def fits(cand: Candidate) -> bool:
+            """A name of another kind of row than the linked one does not belong (the linked
+            schema's own names always do)."""
+            return (
+                linker is None
+                or cand.source == _SCHEMA_SOURCE
+                or not linker.contradicts(link, cand.name)
+            )
+
         for col in report.columns:
             rpl = _union(col.equivalent, col.retrieved, col.dictionary)
-            plan.rpl[col.column] = [c for c in rpl if name_key(c.name) not in own]
+            plan.rpl[col.column] = [c for c in rpl if name_key(c.name) not in own and fits(c)]
             plan.add[col.column] = [
                 c
                 for c in _union(col.associated, col.retrieved)
                 if name_key(c.name) not in own
+                and fits(c)
                 and add_name_problem(c.name, c.source == "retriever", names, entity) is None
                 and is_new_column(c.name, names, entity, same_meaning)
                 and (c.shared_columns is None or c.shared_columns >= min_shared)
@@ -557,6 +602,7 @@ class Pipeline:
             columns.append(
                 ColumnPerturbations(
                     column=target.name,
+                    aligned_to=plan.link.alignment.get(target.name),
                     replace=replace[:limit] if limit else replace,
                     add=add[:limit] if limit else add,
                 )
@@ -565,6 +611,8 @@ class Pipeline:
             table_id=plan.table.id,
             primary_entity=plan.entity,
             entity_source=plan.entity_source,
+            entity_links=list(plan.link.links),
+            linked_entity=plan.link.entity,
             columns=columns,
         )
         if options.samples:

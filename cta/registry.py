@@ -32,7 +32,8 @@ _PROVIDERS: dict[str, str] = {
     "encoder": "retriever.encoders",
     "vectors": "retriever.rerank",
     "lexicon": "retriever.lexicon",
-    "source": "retriever.thesaurus",
+    "source": "retriever.sources",
+    "linker": "retriever.entity_linker",
     "judge": "cta.judge.nli",
 }
 
@@ -42,6 +43,7 @@ SETTING_OF: dict[str, str] = {
     "vectors": "vectors",
     "lexicon": "lexicon",
     "source": "candidate_sources",
+    "linker": "entity_linker",
     "judge": "judge",
 }
 

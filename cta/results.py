@@ -96,12 +96,44 @@ class Candidate(BaseModel):
         description="Retriever: the most columns of the query table that one retrieved table "
         "holding this name also holds (its domain support; None for other sources)",
     )
+    rank_group: int | None = Field(
+        default=None,
+        description="ADD lists put lower groups first (entity schema: 0 = the target's own "
+        "facet, 1 = the schema's other facets); None = after every grouped name",
+    )
+
+
+class EntityLink(BaseModel):
+    """An entity schema a table may be about, scored (see :mod:`retriever.entity_linker`)."""
+
+    entity: str
+    domain: str
+    score: float = Field(description="The link score: table similarity + name similarity + "
+                         "aligned share, weighted; the table links when it reaches the threshold")
+    table_similarity: float = Field(description="Encoder cosine of the table and the schema")
+    name_similarity: float = Field(
+        description="Word-vector cosine of the primary entity and the schema's entity names"
+    )
+    aligned_columns: int = Field(description="Columns of the table one of the schema's headers names")
+    columns: int = Field(description="Columns of the table")
+
+
+class ColumnAlignment(BaseModel):
+    """The column of the linked entity schema that a table column names."""
+
+    entity: str
+    column: str = Field(description="The schema column's name")
+    facet: str
+    type: ColumnType = ColumnType.TEXT
+    score: float = Field(description="1.0 when a schema header names it, else word-vector cosine")
+    via: Literal["header", "vectors"]
 
 
 class ColumnCandidates(BaseModel):
     """The candidate pool of one target column."""
 
     column: str
+    aligned_to: ColumnAlignment | None = None
     retrieved: list[Candidate] = Field(default_factory=list)
     dictionary: list[Candidate] = Field(default_factory=list)
     equivalent: list[Candidate] = Field(
@@ -117,6 +149,12 @@ class CandidateReport(BaseModel):
 
     table_id: str | None
     primary_entity: str | None
+    entity_links: list[EntityLink] = Field(
+        default_factory=list, description="The best entity schemas, best first"
+    )
+    linked_entity: str | None = Field(
+        default=None, description="The schema the table is linked to (None: below the threshold)"
+    )
     retrieved_tables: list[str] = Field(default_factory=list)
     columns: list[ColumnCandidates]
 
@@ -138,6 +176,9 @@ class ColumnPerturbations(BaseModel):
     """Accepted RPL and ADD names for one target column, best first."""
 
     column: str
+    aligned_to: ColumnAlignment | None = Field(
+        default=None, description="The linked schema's column this column names, if any"
+    )
     replace: list[Decision] = Field(default_factory=list)
     add: list[Decision] = Field(default_factory=list)
 
@@ -164,6 +205,12 @@ class PerturbationResult(BaseModel):
     table_id: str | None
     primary_entity: str
     entity_source: EntitySource
+    entity_links: list[EntityLink] = Field(
+        default_factory=list, description="The best entity schemas, best first"
+    )
+    linked_entity: str | None = Field(
+        default=None, description="The schema the table is linked to (None: below the threshold)"
+    )
     columns: list[ColumnPerturbations]
     samples: list[PerturbedTable] = Field(default_factory=list)
 

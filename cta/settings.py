@@ -37,6 +37,8 @@ def _default_home() -> Path:
 # The association threshold of the shipped judge, calibrated on the annotations dev split
 # (models/judge/README.md, benchmarks/results/judge.json "association_calibration").
 ADD_ASSOCIATION_DEFAULT = 0.5
+# The entity-link threshold, chosen on the annotations dev split (benchmarks/results/add_quality.json).
+ENTITY_LINK_THRESHOLD_DEFAULT = 0.9
 
 
 class Settings(BaseSettings):
@@ -127,8 +129,39 @@ class Settings(BaseSettings):
         description="Synonyms only from a word's most frequent WordNet senses (0 = all senses)",
     )
     candidate_sources: list[str] = Field(
-        default_factory=lambda: ["thesaurus"],
-        description="Sources of names people write: thesaurus (data/annotations: RPL + ADD names)",
+        default_factory=lambda: ["entity-schema", "thesaurus"],
+        description="Sources of names people write: entity-schema (the linked entity schema's "
+        "columns: RPL + ADD names), thesaurus (data/annotations: RPL + ADD names)",
+    )
+
+    # -- entity schemas: what tables about a kind of row contain --------------------------
+    entity_linker: str = Field(
+        default="entity-schemas",
+        description="Entity linker: a table → its entity schemas, each column → the schema "
+        "column it names",
+    )
+    entity_schemas: str = Field(
+        default="shipped",
+        description="Entity-schema file: shipped (data/entity-schemas), a schemas.jsonl path, "
+        "or none (no linking; the other sources alone)",
+    )
+    entity_link_threshold: float = Field(
+        default=ENTITY_LINK_THRESHOLD_DEFAULT,
+        description="A table links to its best entity schema when the link score reaches this "
+        "(chosen on the annotations dev split)",
+    )
+    entity_align_min_similarity: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="A column no schema header names aligns with the schema column whose "
+        "header is this similar to it (word vectors)",
+    )
+    entity_schema_add_candidates: int = Field(
+        default=10,
+        ge=0,
+        description="Schema columns judged as ADD names per aligned column: its own facet "
+        "first, then the nearest by word vectors",
     )
 
     # -- 3.4 judge -------------------------------------------------------------------------
@@ -247,12 +280,23 @@ class Settings(BaseSettings):
     def resolved_annotations_dir(self) -> Path:
         return self.annotations_dir or Path(__file__).resolve().parents[1] / "data" / "annotations"
 
+    def resolved_entity_schemas(self) -> Path | None:
+        """The entity-schema file (None: ``none``, linking off)."""
+        value = self.entity_schemas.strip()
+        if value.lower() in ("", "none", "off"):
+            return None
+        if value == "shipped":
+            return SHIPPED_ENTITY_SCHEMAS
+        return Path(value)
+
     def nltk_dir(self) -> Path:
         return self.home / "nltk_data"
 
 
 # The judge shipped in the repository (a model folder with its card and recipe; see its README).
 SHIPPED_JUDGE = Path(__file__).resolve().parents[1] / "models" / "judge"
+# The entity schemas shipped in the repository (a data folder with its card; see its README).
+SHIPPED_ENTITY_SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "entity-schemas" / "schemas.jsonl"
 
 
 @lru_cache(maxsize=1)

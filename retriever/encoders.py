@@ -22,6 +22,8 @@ deterministic) and, optionally, up to 10 of the table's questions.
 
 from __future__ import annotations
 
+import functools
+
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -292,15 +294,37 @@ def _sentence_encoder(
     model: str, name: str, settings: Settings, local_files_only: bool = False
 ) -> SentenceTableEncoder:
     """A sentence encoder of ``model`` that reads tables as ``settings`` say (values per
-    column, questions, device, precision)."""
+    column, questions, device, precision): one per configuration and process (the retriever
+    and the entity linker share it)."""
+    return _shared_sentence_encoder(
+        model,
+        name,
+        settings.values_per_column,
+        settings.use_questions_in_query,
+        settings.device,
+        local_files_only,
+        settings.encoder_precision,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_sentence_encoder(
+    model: str,
+    name: str,
+    values_per_column: int,
+    use_questions: bool,
+    device: str,
+    local_files_only: bool,
+    precision: str,
+) -> SentenceTableEncoder:
     return SentenceTableEncoder(
         model,
         name=name,
-        values_per_column=settings.values_per_column,
-        use_questions=settings.use_questions_in_query,
-        device=settings.device,
+        values_per_column=values_per_column,
+        use_questions=use_questions,
+        device=device,
         local_files_only=local_files_only,
-        precision=settings.encoder_precision,
+        precision=precision,
     )
 
 

@@ -1,0 +1,224 @@
+"""Entity schemas: what tables about a kind of row contain (``data/entity-schemas/``), typed.
+
+For each of 1,300 row entities (what one row of a table is about: ``song``, ``hospital``,
+``football player``) the file lists the columns real tables about it have, grouped into
+facets (identity, people involved, dates and places, amounts, …), each column with a type and
+the other headers that mean exactly the same column *for that entity*. It is a candidate
+source and a sense inventory for RPL and ADD (see :mod:`retriever.entity_linker`), never a
+list of answers: the judge still decides every name.
+
+This module is the one reader of the folder: it loads the two files, checks them against the
+folder's card (``card.json``: counts, sha256, licence, origin) and indexes the headers by
+:func:`cta.words.name_key`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cta.table import ColumnType, NamedColumn
+from cta.words import name_key
+
+SCHEMAS_FILE = "schemas.jsonl"
+ENTITIES_FILE = "entities.jsonl"
+CARD_FILE = "card.json"
+
+#: the folder shipped with the product (``CTA_ENTITY_SCHEMAS`` names another file, or ``none``)
+DEFAULT_DIR = Path(__file__).resolve().parents[1] / "data" / "entity-schemas"
+
+
+class EntitySchemasError(ValueError):
+    """The entity-schema files are missing, malformed or do not match their card."""
+
+
+class SchemaColumn(NamedColumn):
+    """One column of an entity schema: its header, type, facet and same-meaning headers."""
+
+    facet: str
+    equivalent: tuple[str, ...] = ()
+
+    def headers(self) -> tuple[str, ...]:
+        """Its name, then every header of the same meaning."""
+        return (self.name, *self.equivalent)
+
+
+class EntitySchema(BaseModel):
+    """What tables about one kind of row contain."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entity: str
+    domain: str
+    also: tuple[str, ...] = ()
+    hint: str = ""
+    columns: tuple[SchemaColumn, ...] = Field(default_factory=tuple)
+
+    def names(self) -> tuple[str, ...]:
+        """The entity's name, then its other names."""
+        return (self.entity, *self.also)
+
+    def facets(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c.facet for c in self.columns))
+
+
+class EntitySchemas:
+    """Every entity schema of one file, with the headers indexed by :func:`name_key`."""
+
+    def __init__(self, schemas: tuple[EntitySchema, ...], origin: str = "") -> None:
+        self.schemas = schemas
+        self.origin = origin
+        self._by_entity = {name_key(s.entity): i for i, s in enumerate(schemas)}
+        # header key -> (schema index, column index), every header of every column
+        self._headers: dict[str, list[tuple[int, int]]] = {}
+        for i, schema in enumerate(schemas):
+            for j, column in enumerate(schema.columns):
+                for header in column.headers():
+                    slots = self._headers.setdefault(name_key(header), [])
+                    if (i, j) not in slots:
+                        slots.append((i, j))
+        # entity-name key -> schema indices (names and other names)
+        self._entity_names: dict[str, list[int]] = {}
+        for i, schema in enumerate(schemas):
+            for name in schema.names():
+                self._entity_names.setdefault(name_key(name), []).append(i)
+
+    def __len__(self) -> int:
+        return len(self.schemas)
+
+    def __iter__(self) -> Iterator[EntitySchema]:
+        return iter(self.schemas)
+
+    def __getitem__(self, i: int) -> EntitySchema:
+        return self.schemas[i]
+
+    def index_of(self, entity: str) -> int | None:
+        """The schema whose entity is ``entity`` (by its name key), if any."""
+        return self._by_entity.get(name_key(entity))
+
+    def columns_with_header(self, key: str) -> list[tuple[int, int]]:
+        """(schema, column) of every column one of whose headers has the name key ``key``."""
+        return self._headers.get(key, [])
+
+    def entities_named(self, key: str) -> list[int]:
+        """The schemas whose entity (or one of its other names) has the name key ``key``."""
+        return self._entity_names.get(key, [])
+
+    def entity_keys(self) -> frozenset[str]:
+        """The name key of every entity name and other name."""
+        return frozenset(self._entity_names)
+
+    def known_names(self) -> frozenset[str]:
+        """Every header of every column (name-key form)."""
+        return frozenset(self._headers)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise EntitySchemasError(f"{path}: {exc.strerror or exc}") from None
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EntitySchemasError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise EntitySchemasError(f"{path}:{n}: not a JSON object")
+        yield n, obj
+
+
+def _schema(obj: dict[str, Any], entity: dict[str, Any] | None) -> EntitySchema:
+    columns = [
+        SchemaColumn(
+            name=attr["name"],
+            type=ColumnType(attr.get("type", "text")),
+            facet=group["group"],
+            equivalent=tuple(attr.get("equivalent", ())),
+        )
+        for group in obj.get("groups", ())
+        for attr in group.get("attributes", ())
+    ]
+    entity = entity or {}
+    return EntitySchema(
+        entity=obj["entity"],
+        domain=obj.get("domain", entity.get("domain", "")),
+        also=tuple(entity.get("also", ())),
+        hint=entity.get("hint", ""),
+        columns=tuple(columns),
+    )
+
+
+def read_entity_schemas(path: Path) -> EntitySchemas:
+    """The schemas of ``path`` (a ``schemas.jsonl``, or the folder holding one), with the other
+    names and hints of ``entities.jsonl`` beside it where there is one."""
+    path = Path(path)
+    schemas_path = path / SCHEMAS_FILE if path.is_dir() else path
+    entities_path = schemas_path.with_name(ENTITIES_FILE)
+    entities: dict[str, dict[str, Any]] = {}
+    if entities_path.is_file():
+        entities = {obj.get("entity", ""): obj for _, obj in _lines(entities_path)}
+    out = []
+    for n, obj in _lines(schemas_path):
+        try:
+            out.append(_schema(obj, entities.get(obj.get("entity", ""))))
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise EntitySchemasError(f"{schemas_path}:{n}: not an entity schema ({exc})") from None
+    if not out:
+        raise EntitySchemasError(f"{schemas_path}: no entity schema")
+    return EntitySchemas(tuple(out), origin=str(schemas_path))
+
+
+@lru_cache(maxsize=4)
+def load_entity_schemas(path: Path) -> EntitySchemas:
+    """:func:`read_entity_schemas`, memoised per path (the pipeline and the ADD guard share it)."""
+    return read_entity_schemas(path)
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def describe(folder: Path) -> dict[str, Any]:
+    """What the card of ``folder`` says: the files' sha256 and sizes, and the counts read off
+    them (entities, columns, same-meaning headers, entities per domain)."""
+    folder = Path(folder)
+    schemas = read_entity_schemas(folder)
+    domains: dict[str, int] = {}
+    for schema in schemas:
+        domains[schema.domain] = domains.get(schema.domain, 0) + 1
+    return {
+        "files": {
+            name: {"sha256": sha256_of(folder / name), "bytes": (folder / name).stat().st_size}
+            for name in (SCHEMAS_FILE, ENTITIES_FILE)
+        },
+        "counts": {
+            "entities": len(schemas),
+            "columns": sum(len(s.columns) for s in schemas),
+            "equivalent_headers": sum(len(c.equivalent) for s in schemas for c in s.columns),
+            "domains": dict(sorted(domains.items())),
+        },
+    }
+
+
+def check_card(folder: Path) -> list[str]:
+    """Where ``folder``'s files differ from its card (empty when they match)."""
+    folder = Path(folder)
+    try:
+        card = json.loads((folder / CARD_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return [f"{folder / CARD_FILE}: {exc}"]
+    found = describe(folder)
+    problems = []
+    for key in ("files", "counts"):
+        if card.get(key) != found[key]:
+            problems.append(f"{key}: card says {card.get(key)}, files give {found[key]}")
+    return problems
