@@ -38,7 +38,7 @@ def _default_home() -> Path:
 # (models/judge/README.md, benchmarks/results/judge.json "association_calibration").
 ADD_ASSOCIATION_DEFAULT = 0.5
 # The entity-link threshold, chosen on the annotations dev split (benchmarks/results/add_quality.json).
-ENTITY_LINK_THRESHOLD_DEFAULT = 0.9
+ENTITY_LINK_THRESHOLD_DEFAULT = 0.7
 
 
 class Settings(BaseSettings):

@@ -293,7 +293,7 @@ class EntitySchemaSource:
         schema = link.schema_
         column = next(c for c in schema.columns if c.name == aligned.column)
         provenance = f"{SOURCE}:{schema.entity}/{column.name}"
-        others = [c for c in context.others]
+        others = list(context.others)
         equivalent = [
             Candidate(
                 name=header,
@@ -303,7 +303,8 @@ class EntitySchemaSource:
                 provenance=provenance,
             )
             for i, header in enumerate(column.headers())
-            if not _other_column_could_take(header, others, link, aligned.column)
+            if name_key(header) != name_key(context.name)
+            and not _other_column_could_take(header, others, link, aligned.column)
         ]
         taken = {a.column for a in link.alignment.values()}
         free = [c for c in schema.columns if c.name not in taken]

@@ -272,6 +272,13 @@ def _heading(result: PerturbationResult, table: Table | None) -> list[str]:
         parts.append(f"{_count(len(table.columns), 'column')}, {_count(len(table.rows), 'row')}")
     source = _ENTITY_SOURCES.get(result.entity_source, result.entity_source)
     parts.append(f"primary entity: {result.primary_entity} ({source})")
+    if result.entity_links:
+        best = result.entity_links[0]
+        aligned = f"{best.aligned_columns} of {_count(best.columns, 'column')} named"
+        if result.linked_entity is not None:
+            parts.append(f"schema: {result.linked_entity} ({best.score:.2f}; {aligned})")
+        else:
+            parts.append(f"no schema (best: {best.entity}, {best.score:.2f}, below the threshold)")
     return parts
 
 

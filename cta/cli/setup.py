@@ -1,7 +1,8 @@
 """``cta setup`` — build every offline artefact the defaults need, once, with progress bars.
 
 Order: WordNet (copied from Debian's files) → reranker vectors (GloVe retrofitted to
-WordNet) → the dense index over the default corpus. Each step is skipped when its artefact
+WordNet) → the dense index over the default corpus → the entity schemas' encoder vectors
+(``data/entity-schemas``, for linking tables to them). Each step is skipped when its artefact
 already exists (``--force`` rebuilds). The judge is not built here: it ships with the
 repository (``models/judge``, its card and recipe beside it); set-up only checks it loads.
 """
@@ -65,4 +66,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  index: {index_dir} ({info.count} tables)")
     else:
         print(f"  index: {index_dir} (exists)")
+
+    linker = registry.create("linker", settings.entity_linker, settings)
+    vectors_of = getattr(linker, "vectors", None)
+    if linker is None or vectors_of is None:
+        print("  entity schemas: off")
+    else:
+        vectors_of(progress=True)  # encoded once per schema file and encoder, then cached
+        print(f"  entity schemas: {settings.resolved_entity_schemas()} ({len(linker.schemas)} entities)")
     return 0
