@@ -354,14 +354,14 @@ def _order_score(i: int) -> float:
 
 def linker_from_settings(settings: Settings) -> EntitySchemaLinker | None:
     """The linker over ``settings``' entity-schema file (None when it is ``none``), with the
-    table encoder of the index and the reranker's word vectors."""
+    table encoder of the index and the reranker's word vectors, its schema vectors loaded."""
     path = settings.resolved_entity_schemas()
     if path is None:
         return None
     schemas = load_entity_schemas(path)
     encoder: TableEncoder = registry.create("encoder", settings.encoder, settings)
     reranker: Reranker = registry.create("vectors", settings.vectors, settings)
-    return EntitySchemaLinker(
+    linker = EntitySchemaLinker(
         schemas,
         encoder,
         reranker,
@@ -369,6 +369,9 @@ def linker_from_settings(settings: Settings) -> EntitySchemaLinker | None:
         align_min_similarity=settings.entity_align_min_similarity,
         cache_dir=settings.home / "entity-schemas",
     )
+    # Loaded (or encoded once, with a progress bar) here, so no request waits for it.
+    linker.vectors(progress=True)
+    return linker
 
 
 registry.register("linker", "entity-schemas")(linker_from_settings)

@@ -172,6 +172,11 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [f"csv-dir:{corpus}"], encoder, settings.resolved_index_dir(), progress=False
     )
 
+    # The shipped entity schemas' vectors, as `cta setup` builds them (encoded once).
+    from cta.settings import Settings
+
+    registry.create("linker", "entity-schemas", Settings(home=home))
+
     base = tiny_checkpoint(work / "base", {0: "contradiction", 1: "entailment", 2: "neutral"})
     tiny = {"max_examples": 120, "seed": 0, "progress": False, "holdout": []}
     judge_dir = Path(settings.resolved_judge_model())

@@ -118,7 +118,7 @@ def test_a_retrieved_add_needs_a_table_of_the_querys_domain(tiny_pipeline: Pipel
     assert len(levels) >= 2, levels  # the tiny corpus has names of several supports
 
     def adds(pipeline: Pipeline) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {"retriever": set(), "thesaurus": set()}
+        out: dict[str, set[str]] = {"retriever": set(), "thesaurus": set(), "entity-schema": set()}
         for col in pipeline.perturb(table, options).columns:
             for d in col.add:
                 out[d.source].add(d.name)
@@ -178,7 +178,7 @@ def test_the_pipeline_applies_the_name_rules(
     ]
     for col in report.columns:
         col.retrieved = [*leaks, *col.retrieved]
-    monkeypatch.setattr(Pipeline, "_candidates", lambda self, t, e, s: report)
+    monkeypatch.setattr(Pipeline, "_candidates", lambda self, t, e, s, link: report)
     plan = tiny_pipeline._plan(table, 0)
     proposed = {c.name for names in plan.add.values() for c in names}
     assert proposed and not proposed & {c.name for c in leaks}

@@ -67,6 +67,10 @@ def test_the_thesaurus_proposes_names_people_write(tiny_pipeline: Pipeline) -> N
     from cta.annotations import load_thesaurus
     from cta.names import is_natural_name
 
+    import dataclasses
+
+    # the thesaurus alone: no entity link (whose schema would propose beside it)
+    tiny_pipeline = dataclasses.replace(tiny_pipeline, linker=None)
     table = _books()
     report = tiny_pipeline.candidates(table, seed=0)
     entries = {
@@ -222,18 +226,24 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
     report = pipeline.candidates(table, seed=seed)
     entity = report.primary_entity or ""
     own = {name_key(n) for n in table.column_names}
+
+    def another_kind_of_row(cand: Candidate) -> bool:
+        return _another_kind_of_row(pipeline, table, entity, cand)
+
     out = {}
     for col, pool in zip(table.columns, report.columns, strict=True):
         rpl, add = set(), set()
         for cand in _first_of_each_name([*pool.equivalent, *pool.retrieved, *pool.dictionary]):
-            if name_key(cand.name) in own:
+            if name_key(cand.name) in own or another_kind_of_row(cand):
                 continue
             e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
             if is_rpl(e1, e2, settings.rpl_threshold, settings.rpl_aggregation):
                 rpl.add(cand.name)
         for cand in _first_of_each_name([*pool.associated, *pool.retrieved]):
-            if name_key(cand.name) in own or not is_new_column(
-                cand.name, table.column_names, entity, pipeline.same_meaning
+            if (
+                name_key(cand.name) in own
+                or another_kind_of_row(cand)
+                or not is_new_column(cand.name, table.column_names, entity, pipeline.same_meaning)
             ):
                 continue
             if not _supported(cand, settings):
@@ -308,6 +318,16 @@ def test_add_check_in_waves_reaches_the_same_decisions_with_fewer_pairs(
             assert counts[True] < counts[False], counts
 
 
+def _another_kind_of_row(pipeline: Pipeline, table: Table, entity: str, cand: Candidate) -> bool:
+    """A name of another row entity than the table's linked one (the schema's own names never
+    are): the pipeline drops it."""
+    return (
+        pipeline.linker is not None
+        and cand.source != "entity-schema"
+        and pipeline.linker.contradicts(pipeline.link(table, entity), cand.name)
+    )
+
+
 def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
     table = _books()
     report = tiny_pipeline.candidates(table, seed=0)
@@ -318,12 +338,18 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
     for pool, all_in, none_in in zip(
         report.columns, everything.columns, nothing.columns, strict=True
     ):
-        names = {name_key(c.name) for c in [*pool.equivalent, *pool.retrieved, *pool.dictionary]}
+        entity = report.primary_entity or ""
+        names = {
+            name_key(c.name)
+            for c in [*pool.equivalent, *pool.retrieved, *pool.dictionary]
+            if not _another_kind_of_row(tiny_pipeline, table, entity, c)
+        }
         assert {name_key(d.name) for d in all_in.replace} == names
         new = {
             name_key(c.name)
             for c in [*pool.associated, *pool.retrieved]
-            if is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
+            if not _another_kind_of_row(tiny_pipeline, table, entity, c)
+            and is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
             and _supported(c, tiny_pipeline.settings)
         }
         assert {name_key(d.name) for d in all_in.add} == new

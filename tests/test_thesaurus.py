@@ -106,7 +106,7 @@ def test_same_meaning_is_what_the_column_header_lists(source: ThesaurusSource) -
 def test_registered_by_name_over_the_repository_thesaurus() -> None:
     settings = Settings()
     assert "thesaurus" in registry.names("source")
-    assert settings.candidate_sources == ["thesaurus"]
+    assert "thesaurus" in settings.candidate_sources
     component = registry.create("source", "thesaurus", settings)
     assert isinstance(component, CandidateSource) and component.name == "thesaurus"
     assert len(component.entries) == len(load_thesaurus(settings.resolved_annotations_dir()))
