@@ -11,7 +11,8 @@ its rows is about, and each of its columns to the schema column it names:
   reaches ``entity_link_threshold``; else it is not linked and the other sources alone propose.
 * **alignment**: a column that a header of the linked schema names aligns with that column
   (score 1); a column none names aligns with the schema column whose header is most similar
-  by word vectors, when at least ``entity_align_min_similarity``.
+  by word vectors, when at least ``entity_align_min_similarity``. Either way the types must
+  agree (:func:`compatible`: a text column never aligns with a number one).
 
 :class:`EntitySchemaSource` proposes, for an aligned column, the schema column's same-meaning
 headers as RPL names and the schema's columns that no column of the table aligns with as ADD
@@ -44,7 +45,7 @@ from cta.components import (
 from cta.entity_schemas import EntitySchema, EntitySchemas, load_entity_schemas, sha256_of
 from cta.results import Candidate, ColumnAlignment, EntityLink
 from cta.settings import Settings
-from cta.table import Column, Table
+from cta.table import Column, ColumnType, Table
 from cta.words import name_key
 from retriever.thesaurus import name_variants
 
@@ -161,7 +162,8 @@ class EntitySchemaLinker:
         for column in table.columns:
             for key in name_variants(column.name, entity):
                 for s, c in self.schemas.columns_with_header(key):
-                    found.setdefault(s, {}).setdefault(column.name, c)
+                    if compatible(column.type, self.schemas[s].columns[c].type):
+                        found.setdefault(s, {}).setdefault(column.name, c)
         return found
 
     def link(self, table: Table, entity: str | None) -> TableLink:
@@ -233,10 +235,11 @@ class EntitySchemaLinker:
         owner = {h: col for col in schema.columns if col.name not in taken for h in col.headers()}
         if not headers:
             return out
+        types = {c.name: c.type for c in table.columns}
         for name, ranking in zip(rest, self.reranker.rank_many(rest, headers, 1), strict=True):
             if ranking and ranking[0][1] >= self.align_min_similarity:
                 col = owner[ranking[0][0]]
-                if col.name in taken:
+                if col.name in taken or not compatible(types[name], col.type):
                     continue
                 taken.add(col.name)
                 out[name] = ColumnAlignment(
@@ -268,6 +271,15 @@ class EntitySchemaLinker:
                     return False
                 return True
         return False
+
+
+def compatible(column: ColumnType, schema_column: ColumnType) -> bool:
+    """Whether a table column of type ``column`` can be the schema column of type
+    ``schema_column``: the same type, a year kept as a number, or a type one side does not
+    know (``others``). A text column is never a number one (``Urban Area`` is not ``area``)."""
+    if ColumnType.OTHERS in (column, schema_column) or column == schema_column:
+        return True
+    return {column, schema_column} == {ColumnType.NUMBER, ColumnType.TIME}
 
 
 def _has_words(text: str, run: str) -> bool:

@@ -196,6 +196,24 @@ def test_a_table_links_to_the_schema_of_its_rows_and_its_columns_align(
     assert link.alignment["pages"].via == "header" and link.alignment["pages"].score == 1.0
 
 
+def test_a_column_aligns_only_with_a_schema_column_of_its_type(
+    linker: EntitySchemaLinker,
+) -> None:
+    table = Table.parse(
+        {
+            "name": "books",
+            "columns": [
+                {"name": "title", "type": "text"},
+                {"name": "pages", "type": "text"},  # page ranges ('12-40'), not a count
+                {"name": "published", "type": "number"},  # a year kept as a number
+            ],
+        }
+    )
+    link = linker.link(table, "book")
+    assert "pages" not in link.alignment
+    assert link.alignment["published"].column == "publication date"
+
+
 def test_below_the_threshold_a_table_is_not_linked(linker: EntitySchemaLinker) -> None:
     strict = EntitySchemaLinker(
         linker.schemas, linker.encoder, linker.reranker, threshold=10.0, align_min_similarity=1.0
