@@ -460,9 +460,7 @@ class Pipeline:
             g
             for g, order in orders.items()
             if all(
-                rule.add_possible(known_e1[key(g, col)])
-                for col in order
-                if key(g, col) in known_e1
+                rule.add_possible(known_e1[key(g, col)]) for col in order if key(g, col) in known_e1
             )
         }
         known_e2 = {k: e2 for k, (_, e2) in scores.items() if e2 is not None}
@@ -472,7 +470,10 @@ class Pipeline:
             for lo, hi in _waves(longest, self.settings.judge_add_waves):
                 wave = [g for g in orders if g in alive]
                 needed = dict.fromkeys(
-                    key(g, col) for g in wave for col in orders[g][lo:hi] if key(g, col) not in known
+                    key(g, col)
+                    for g in wave
+                    for col in orders[g][lo:hi]
+                    if key(g, col) not in known
                 )
                 known.update(self._entail(needed, reverse=reverse, should_stop=should_stop))
                 for g in wave:
@@ -693,9 +694,7 @@ class PairKey(NamedTuple):
         )
 
 
-def _decision(
-    cand: Candidate, e1: float, e2: float, association: float | None = None
-) -> Decision:
+def _decision(cand: Candidate, e1: float, e2: float, association: float | None = None) -> Decision:
     return Decision(
         name=cand.name,
         type=cand.type,

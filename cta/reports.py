@@ -119,6 +119,16 @@ class EvalReport(BaseModel):
     statuses: dict[str, int]
     skipped_files: list[str] = Field(default_factory=list)
     seconds: dict[str, float] = Field(default_factory=dict)
+    not_evaluated: dict[str, str] = Field(
+        default_factory=dict,
+        description="Sets left out, never scored (no predictions, or not one per question): "
+        "set → why",
+    )
+    databases: str | None = Field(
+        default=None,
+        description="What the figures were computed on when the databases were synthesised "
+        "from the schema (EX is then not comparable with scores on the dataset's own databases)",
+    )
 
 
 class EvalDatabaseResult(BaseModel):
@@ -127,3 +137,6 @@ class EvalDatabaseResult(BaseModel):
     db_id: str
     model: str
     items: list[ItemResult] = Field(default_factory=list)
+    databases: str | None = Field(
+        default=None, description="What the databases were: synthesised from the schema"
+    )

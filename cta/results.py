@@ -108,13 +108,17 @@ class EntityLink(BaseModel):
 
     entity: str
     domain: str
-    score: float = Field(description="The link score: table similarity + name similarity + "
-                         "aligned share, weighted; the table links when it reaches the threshold")
+    score: float = Field(
+        description="The link score: table similarity + name similarity + "
+        "aligned share, weighted; the table links when it reaches the threshold"
+    )
     table_similarity: float = Field(description="Encoder cosine of the table and the schema")
     name_similarity: float = Field(
         description="Word-vector cosine of the primary entity and the schema's entity names"
     )
-    aligned_columns: int = Field(description="Columns of the table one of the schema's headers names")
+    aligned_columns: int = Field(
+        description="Columns of the table one of the schema's headers names"
+    )
     columns: int = Field(description="Columns of the table")
 
 

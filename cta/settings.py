@@ -296,7 +296,9 @@ class Settings(BaseSettings):
 # The judge shipped in the repository (a model folder with its card and recipe; see its README).
 SHIPPED_JUDGE = Path(__file__).resolve().parents[1] / "models" / "judge"
 # The entity schemas shipped in the repository (a data folder with its card; see its README).
-SHIPPED_ENTITY_SCHEMAS = Path(__file__).resolve().parents[1] / "data" / "entity-schemas" / "schemas.jsonl"
+SHIPPED_ENTITY_SCHEMAS = (
+    Path(__file__).resolve().parents[1] / "data" / "entity-schemas" / "schemas.jsonl"
+)
 
 
 @lru_cache(maxsize=1)

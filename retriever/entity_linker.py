@@ -183,7 +183,11 @@ class EntitySchemaLinker:
         name_sim = np.zeros(len(self.schemas))
         if entity:
             shortlisted = {int(s) for s in order}
-            names = [n for n, s in zip(self._entity_names, self._entity_of_name, strict=True) if s in shortlisted]
+            names = [
+                n
+                for n, s in zip(self._entity_names, self._entity_of_name, strict=True)
+                if s in shortlisted
+            ]
             owners = [s for s in self._entity_of_name if s in shortlisted]
             ranking = self.reranker.rank_many([entity], names, len(names))[0]
             best: dict[str, float] = dict(ranking)

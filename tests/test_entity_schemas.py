@@ -41,9 +41,17 @@ SCHEMAS = [
                 "group": "publication",
                 "attributes": [
                     {"name": "publisher", "type": "text", "equivalent": ["publishing house"]},
-                    {"name": "publication date", "type": "time", "equivalent": ["published", "date"]},
+                    {
+                        "name": "publication date",
+                        "type": "time",
+                        "equivalent": ["published", "date"],
+                    },
                     {"name": "edition", "type": "text", "equivalent": []},
-                    {"name": "page count", "type": "number", "equivalent": ["pages", "number of pages"]},
+                    {
+                        "name": "page count",
+                        "type": "number",
+                        "equivalent": ["pages", "number of pages"],
+                    },
                 ],
             },
             {
@@ -100,7 +108,12 @@ SCHEMAS = [
 ]
 ENTITIES = [
     {"entity": "book", "also": ["novel"], "domain": "books-publishing", "hint": "a book"},
-    {"entity": "film", "also": ["movie", "motion picture"], "domain": "film-tv-media", "hint": "a film"},
+    {
+        "entity": "film",
+        "also": ["movie", "motion picture"],
+        "domain": "film-tv-media",
+        "hint": "a film",
+    },
     {"entity": "football player", "also": ["footballer"], "domain": "sports", "hint": "a player"},
 ]
 
@@ -302,7 +315,9 @@ def test_a_column_that_aligns_with_nothing_gets_no_schema_names(
         ColumnContext.of(BOOKS, BOOKS.columns[3], "book", link)  # shelf
     )
     assert proposal.equivalent == [] and proposal.associated == []
-    unlinked = EntitySchemaSource(max_add=5).propose(ColumnContext.of(BOOKS, BOOKS.columns[0], "book"))
+    unlinked = EntitySchemaSource(max_add=5).propose(
+        ColumnContext.of(BOOKS, BOOKS.columns[0], "book")
+    )
     assert unlinked.associated == []
 
 
@@ -320,7 +335,12 @@ def test_the_pipeline_shows_the_link_and_each_column_s_alignment(linked_pipeline
     result = linked_pipeline.perturb(BOOKS, PerturbOptions(samples=1))
     assert result.linked_entity == "book" and result.entity_links[0].entity == "book"
     aligned = {c.column: (c.aligned_to.column if c.aligned_to else None) for c in result.columns}
-    assert aligned == {"book title": "title", "author": "author", "pages": "page count", "shelf": None}
+    assert aligned == {
+        "book title": "title",
+        "author": "author",
+        "pages": "page count",
+        "shelf": None,
+    }
     report = linked_pipeline.candidates(BOOKS)
     assert report.linked_entity == "book"
     pages = next(c for c in report.columns if c.column == "pages")

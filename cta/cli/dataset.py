@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ from cta.scale import LedgerMismatchError, ProposalError, ledger_proposer
 from cta.scale.ray_backend import RayUnavailableError
 from cta.table import InvalidTableError, Table
 
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 #: with --ray, the proposals' ledger in the output folder (a rerun skips finished shards)
 PROPOSALS_DIR = "proposals"
 
@@ -47,7 +49,14 @@ def register(sub: Any) -> None:
     )
     run.add_argument("--questions", help="question file (Spider .json, WikiSQL .jsonl, WTQ .tsv)")
     run.add_argument(
-        "--db-dir", help="Spider database folder (<db_id>/<db_id>.sqlite); else synthesised"
+        "--db-dir",
+        help="Spider database folder (<db_id>/<db_id>.sqlite); a database it lacks is "
+        "synthesised from the schema (said on stderr, in the manifest and in eval reports)",
+    )
+    run.add_argument(
+        "--require-databases",
+        action="store_true",
+        help="stop (exit 2) rather than synthesise a database --db-dir does not hold",
     )
     run.add_argument("--out", required=True, help="output folder")
     run.add_argument(
@@ -74,6 +83,12 @@ def register(sub: Any) -> None:
         default="cta",
         help="output layout (Spider only): cta (default: question files beside tables.json "
         "and database/), drspider (Dr.Spider's data/ folder) or hf (Parquet + dataset card)",
+    )
+    run.add_argument(
+        "--name",
+        help="--layout drspider: the dataset's name in Spider-<name>/ and q_id_spider_<name> "
+        "(default: dev for Spider dev questions under any file name, else the file's stem; "
+        "Dr.Spider's scripts read Spider-dev)",
     )
     add_ray_arguments(run, f"propose the candidates (ledger: OUT/{PROPOSALS_DIR}/)")
     run.set_defaults(func=_run)
@@ -115,6 +130,14 @@ def check_inputs(args: argparse.Namespace) -> None:
     if args.layout != "cta" and args.format != "spider":
         raise InvalidTableError(
             "unsupported_layout", f"--layout {args.layout}: only for --format spider"
+        )
+    if args.name is not None and args.layout != "drspider":
+        raise InvalidTableError(
+            "unsupported_layout", "--name names Dr.Spider's folders: only with --layout drspider"
+        )
+    if args.name is not None and not _NAME.match(args.name):
+        raise InvalidTableError(
+            "bad_name", f"--name {args.name!r}: letters, digits, '_' and '-' only"
         )
     if args.layout == "drspider" and args.augment:
         raise InvalidTableError(
@@ -183,8 +206,11 @@ def _run(args: argparse.Namespace) -> int:
             synthesis_seed=args.synthesis_seed,
             progress=progress,
             judge=equivalent,
+            require_databases=args.require_databases,
         )
     except InvalidTableError as exc:
+        if exc.problem == "databases_required":
+            return error(f"dataset perturb: --require-databases: {exc.message} ({exc.problem})")
         return error(f"dataset perturb: invalid input: {exc.message} ({exc.problem})")
     except (LedgerMismatchError, RayUnavailableError, ProposalError) as exc:
         return error(f"dataset perturb: {exc}")
@@ -204,7 +230,12 @@ def _run(args: argparse.Namespace) -> int:
                 "values": args.values,
                 "synthesis_seed": args.synthesis_seed,
                 "layout": args.layout,
-            }
+            },
+            "databases": {
+                "synthesised": run.synthesised,
+                "synthesis_seed": args.synthesis_seed if run.synthesised else None,
+                "note": run.databases,
+            },
         },
     )
     files = list(run.files)
@@ -212,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
         name = Path(args.questions).stem
         try:
             if args.layout == "drspider":
-                files = write_drspider(staging, out, name)
+                files = write_drspider(staging, out, name, args.name)
                 for folder in files:  # each set folder carries its own manifest
                     inner = sorted(p.name for p in (out / folder).iterdir())
                     write_manifest(out / folder, manifest, inner)

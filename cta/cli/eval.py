@@ -6,6 +6,10 @@ a built-in model (``--model oracle|lexical-probe|nearest-train``), from files
 function (``--entry-point module:function``). Prints a summary (``--json``: the whole
 report as one JSON object); ``--out REPORT_DIR`` writes JSON, a markdown report with a
 plot, per-item results and test-suite-sql-eval's gold/pred/database layout.
+
+A set without predictions, or without one per question, stops the run (exit 2) unless
+``--allow-missing``: then it is listed as not evaluated (stderr, the report) and never
+scored. A folder whose databases were synthesised says so on stderr and in the report.
 """
 
 from __future__ import annotations
@@ -72,6 +76,12 @@ def register(sub: Any) -> None:
         action="store_true",
         help="score sets whose manifests disagree on the judge or index (or that no manifest "
         "lists) together",
+    )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="--pred: list a set without predictions (or not one per question) as not "
+        "evaluated instead of stopping; it is never scored",
     )
     p.add_argument("--train", help="nearest-train: training questions (Spider train_spider.json)")
     p.add_argument("--train-tables", help="nearest-train: tables.json of the training questions")
@@ -141,6 +151,19 @@ def _run(args: argparse.Namespace) -> int:
         unknown = sorted(set(only) - {s.stem for s in directory.sets})
         if unknown:
             return error(f"eval: --sets: no such set {', '.join(unknown)} in {args.directory}")
+    if isinstance(predictor, FilePredictions):
+        try:
+            missing = predictor.check(directory.sets)
+        except InvalidTableError as exc:
+            return error(f"eval: {exc.message} ({exc.problem})")
+        if missing and not args.allow_missing:
+            named = "; ".join(f"set {stem}: {why}" for stem, why in missing.items())
+            return error(f"eval: {named} — pass --allow-missing to list it as not evaluated")
+        directory.leave_out(missing)
+        for stem, why in directory.not_evaluated.items():
+            print(f"cta eval: not evaluated: {stem} ({why})", file=sys.stderr)
+    if directory.databases:
+        print(f"cta eval: databases {directory.databases}", file=sys.stderr)
     problem = _provenance_problem(directory)
     if problem is not None and not args.allow_mixed_provenance:
         return error(f"eval: {problem}; pass --allow-mixed-provenance to score them together")

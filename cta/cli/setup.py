@@ -22,6 +22,7 @@ from retriever.index import build_corpus_index, build_from_recipe
 
 log = logging.getLogger(__name__)
 
+
 def register(sub: Any) -> None:
     p = sub.add_parser("setup", help="build the offline vectors, judge and index (once)")
     p.add_argument(

@@ -149,6 +149,7 @@ class DatasetRequest:
     synthesis_seed: int = 0
     progress: Callable[[str], None] | None = None
     judge: EquivalenceJudge | None = None
+    require_databases: bool = False  # refuse to synthesise a database the dataset lacks
 
     def say(self, message: str) -> None:
         """Report progress (a no-op without a ``progress`` callback)."""
@@ -609,6 +610,13 @@ class DatasetRun(BaseModel):
     files: list[str]
     seconds: dict[str, float]
     verification: dict[str, Any] | None = None
+    synthesised: list[str] = Field(
+        default_factory=list,
+        description="Original databases synthesised from the schema (the dataset has no file)",
+    )
+    databases: str | None = Field(
+        default=None, description="What the databases are when synthesised (synthesis_note)"
+    )
 
 
 def _verify_into(
@@ -673,7 +681,8 @@ def summarise(
     """The :class:`DatasetRun` of ``n_examples`` input examples; ``counts``: entries,
     rewritten, not rewritten, unchanged, variants."""
     values = (str(out), n_examples, *counts, files, seconds, verification)
-    return DatasetRun.model_validate(dict(zip(DatasetRun.model_fields, values, strict=True)))
+    names = list(DatasetRun.model_fields)[: len(values)]
+    return DatasetRun.model_validate(dict(zip(names, values, strict=True)))
 
 
 def _per_kind_seed(

@@ -32,6 +32,7 @@ from cta.formats.drspider import (
     PRE_GOLD,
     PRE_QUESTIONS,
     QUESTION_KINDS,
+    dataset_name,
     original_folder,
     question_id_key,
     set_folder,
@@ -39,7 +40,7 @@ from cta.formats.drspider import (
 from cta.formats.spider import gold_line, write_json
 from cta.table import InvalidTableError
 
-__all__ = ["LAYOUTS", "write_drspider", "write_hf"]
+__all__ = ["LAYOUTS", "PARQUET_TYPES", "write_drspider", "write_hf"]
 
 LAYOUTS = ("cta", "drspider", "hf")
 _SET = re.compile(r"^(?P<name>.+)_(?P<kind>[a-z][a-z-]*)_s(?P<seed>\d+)$")
@@ -76,12 +77,16 @@ def _copy_db(source: Path, db_id: str, target_dir: Path, move: bool) -> None:
         shutil.copytree(src, dst)
 
 
-def write_drspider(source: Path, out: Path, name: str) -> list[str]:
-    """Dr.Spider's layout of the default-layout folder ``source`` in ``out``; the paths
-    written (relative to ``out``)."""
+def write_drspider(source: Path, out: Path, name: str, as_name: str | None = None) -> list[str]:
+    """Dr.Spider's layout of the default-layout folder ``source`` (sets ``<name>_…``) in
+    ``out``, the sets named ``as_name`` there (``Spider-<as_name>/``,
+    ``q_id_spider_<as_name>``; default :func:`~cta.formats.drspider.dataset_name`: ``dev``
+    for Spider dev questions); the paths written (relative to ``out``)."""
     entries = {e["db_id"]: e for e in _read(source / "tables.json")}
     originals = _read(source / f"{name}_original.json")
-    qid = question_id_key(name)
+    if as_name is None:
+        as_name = dataset_name(name, (r["db_id"] for r in originals))
+    qid = question_id_key(as_name)
     pre_by_index = {r["source_index"]: {**r, qid: r["source_index"]} for r in originals}
     original_ids = sorted({r["db_id"] for r in originals})
     sets = _sets(source, name)
@@ -93,12 +98,12 @@ def write_drspider(source: Path, out: Path, name: str) -> list[str]:
     for _, _, _, records in sets:
         for db_id in {r["db_id"] for r in records}:
             uses[db_id] = uses.get(db_id, 0) + 1
-    base = out / original_folder(name)
+    base = out / original_folder(as_name)
     write_json(base / "questions.json", [pre_by_index[i] for i in sorted(pre_by_index)])
     write_json(base / "tables.json", [entries[d] for d in original_ids])
     for db_id in original_ids:
         _copy_db(source, db_id, base / DATABASES, move=False)
-    written.append(original_folder(name))
+    written.append(original_folder(as_name))
     for _, kind, seed, records in sets:
         folder = out / set_folder(kind, seed)
         post = [{**r, qid: r["source_index"]} for r in records]
@@ -120,20 +125,7 @@ def write_drspider(source: Path, out: Path, name: str) -> list[str]:
 def _parquet_rows(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     """Columns of one set: the fields every consumer reads, and the whole record as JSON
     (nested parses, tokens) so nothing is lost."""
-    columns: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "db_id",
-            "question",
-            "query",
-            "kind",
-            "seed",
-            "source_index",
-            "evaluator_reads",
-            "evaluator_problem",
-            "record",
-        )
-    }
+    columns: dict[str, list[Any]] = {k: [] for k in PARQUET_TYPES}
     for r in records:
         columns["db_id"].append(r["db_id"])
         columns["question"].append(question_text(r))
@@ -147,12 +139,27 @@ def _parquet_rows(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return columns
 
 
+#: the Parquet columns and their types (a column whose every value is null keeps its type)
+PARQUET_TYPES = {
+    "db_id": "string",
+    "question": "string",
+    "query": "string",
+    "kind": "string",
+    "seed": "int64",
+    "source_index": "int64",
+    "evaluator_reads": "bool",
+    "evaluator_problem": "string",
+    "record": "string",
+}
+
+
 def _write_parquet(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.table(_parquet_rows(records))
+    schema = pa.schema([(name, pa.type_for_alias(t)) for name, t in PARQUET_TYPES.items()])
+    table = pa.table(_parquet_rows(records), schema=schema)
     # no wall-clock metadata, a fixed writer: the same records give the same bytes
     pq.write_table(table, path, compression="zstd", store_schema=False)
 

@@ -72,14 +72,25 @@ def perturb_dataset(
     synthesis_seed: int = 0,
     progress: Callable[[str], None] | None = None,
     judge: EquivalenceJudge | None = None,
+    require_databases: bool = False,
 ) -> DatasetRun:
     """Load a dataset of format ``fmt`` and run its driver.
 
     ``tables``: Spider ``tables.json`` · WikiSQL ``*.tables.jsonl`` · the WTQ root folder.
     ``questions``: the question file (required for Spider and WikiSQL; optional for WTQ).
+    ``require_databases``: refuse (``databases_required``) rather than synthesise a database
+    the dataset ships no file for.
     """
     driver = dataset_format(fmt)
     driver.check(kinds)
     dataset = driver.load(DatasetFiles(tables, questions, db_dir))
-    switches = (augment, check_execution, values, synthesis_seed, progress, judge)
+    switches = (
+        augment,
+        check_execution,
+        values,
+        synthesis_seed,
+        progress,
+        judge,
+        require_databases,
+    )
     return driver.perturb(dataset, DatasetRequest(proposer, Path(out_dir), kinds, seeds, *switches))

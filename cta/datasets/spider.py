@@ -49,6 +49,7 @@ from cta.formats.spider import (
 from cta.formats.spider_grammar import evaluator_form, evaluator_problem, spider_tables_of
 from cta.formats.tables import parse_spider_entry, spider_tables
 from cta.reports import SpiderDatabaseResult
+from cta.sql.database import synthesis_note
 from cta.sql.examples import PerturbedExample, SqlExample
 from cta.table import InvalidTableError
 
@@ -119,6 +120,20 @@ class SpiderFormat:
         say, values, out = request.say, request.values, request.out_dir
         seconds: dict[str, float] = {}
         examples, databases = spider_inputs(dataset)
+        synthesised = sorted(
+            d for d, db in databases.items() if db.path is None and db.rows is None
+        )
+        note = synthesis_note(request.synthesis_seed) if synthesised else None
+        if synthesised and request.require_databases:
+            where = f"under {dataset.db_dir}" if dataset.db_dir is not None else "(no --db-dir)"
+            raise InvalidTableError(
+                "databases_required",
+                f"{len(synthesised)} databases have no SQLite file {where} "
+                f"({', '.join(synthesised[:3])}{'…' if len(synthesised) > 3 else ''}); "
+                "they would be synthesised",
+            )
+        if note is not None:
+            say(f"databases: {len(synthesised)} of {len(databases)} {note}")
         t0 = time.perf_counter()
         bound = bind_examples(examples, databases)
         # The originals first: families plan on them (some read their cells).
@@ -166,9 +181,10 @@ class SpiderFormat:
             files += [f"{stem}.json", f"{stem}_gold.sql"]
         write_mappings(out, result.examples, files)
         seconds["write"] = round(time.perf_counter() - t0, 3)
-        return finish_run(
+        run = finish_run(
             request, len(examples), examples, result, files, seconds, lambda: nullcontext(paths)
         )
+        return run.model_copy(update={"synthesised": synthesised, "databases": note})
 
 
 SPIDER = SpiderFormat()

@@ -22,12 +22,13 @@ from cta.evaluation.scoring import score_items
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet, question_from_record
 from cta.formats.spider import database_path, spider_schema
 from cta.reports import EvalDatabaseResult
-from cta.sql.database import ColumnRef, create_database, synthesise_rows
+from cta.sql.database import ColumnRef, create_database, synthesis_note, synthesise_rows
 from cta.sql.rewrite import SqlRewriteError, bind_query
 
 __all__ = ["GivenPredictions", "evaluate_payload"]
 
 PayloadModel = Literal["oracle", "lexical-probe"]
+SYNTHESIS_SEED = 0
 
 
 class GivenPredictions:
@@ -67,7 +68,7 @@ def _synthesise(
         create_database(
             database_path(root / "database", db_id),
             schema,
-            synthesise_rows(schema, 0, pools, links),
+            synthesise_rows(schema, SYNTHESIS_SEED, pools, links),
         )
 
 
@@ -119,4 +120,5 @@ def evaluate_payload(
         db_id=source.db_id if source else (questions[0].db_id if questions else ""),
         model=label,
         items=items,
+        databases=synthesis_note(SYNTHESIS_SEED),
     )

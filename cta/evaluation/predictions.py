@@ -25,14 +25,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
-from cta.evaluation.sets import EvalDirectory, Question
+from cta.evaluation.sets import EvalDirectory, Question, QuestionSet
 from cta.formats.tables import json_lines
 from cta.table import InvalidTableError
 
@@ -121,36 +121,12 @@ class FilePredictions:
                 return candidate
         return None
 
-    def _per_set(self, stem: str, size: int) -> dict[tuple[str, int], str] | None:
-        path = self._file_of(stem)
-        if path is None:
-            return None
-        if _is_jsonl(path):
-            return _read_jsonl(path, stem)
-        lines = path.read_text(encoding="utf-8").splitlines()
-        while lines and not lines[-1].strip():
-            lines.pop()
-        if len(lines) != size:
-            raise InvalidTableError(
-                "misaligned_predictions",
-                f"{path}: {len(lines)} lines for {size} questions (one SQL per line, in order)",
-            )
-        return {(stem, i): sql for i, sql in enumerate(lines)}
-
-    def predict(self, questions: Sequence[Question], directory: EvalDirectory) -> list[Prediction]:
+    def _read(self, sizes: Mapping[str, int]) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+        """The predictions found for sets of ``sizes`` (stem → questions), and the sets
+        whose predictions are absent or misaligned (stem → why, naming the file expected)."""
         found: dict[tuple[str, int], str] = {}
-        missing_files: set[str] = set()
-        if self.path.is_dir():
-            sizes: dict[str, int] = {}
-            for q in questions:
-                sizes[q.set] = sizes.get(q.set, 0) + 1
-            for stem, size in sizes.items():
-                got = self._per_set(stem, size)
-                if got is None:
-                    missing_files.add(stem)
-                else:
-                    found.update(got)
-        else:
+        problems: dict[str, str] = {}
+        if not self.path.is_dir():
             if not _is_jsonl(self.path):
                 raise InvalidTableError(
                     "malformed_prediction",
@@ -158,13 +134,59 @@ class FilePredictions:
                     "('id': '<set>:<index>'); give a folder of <set>.sql files otherwise",
                 )
             found = _read_jsonl(self.path, None)
+        for stem, size in sizes.items():
+            if self.path.is_dir():
+                path = self._file_of(stem)
+                if path is None:
+                    expected = self.path / f"{stem}.sql"
+                    problems[stem] = f"no predictions: expected {expected} (or .txt, .jsonl)"
+                    continue
+                if not _is_jsonl(path):
+                    lines = path.read_text(encoding="utf-8").splitlines()
+                    while lines and not lines[-1].strip():
+                        lines.pop()
+                    if len(lines) != size:
+                        problems[stem] = (
+                            f"{path}: {len(lines)} lines for {size} questions "
+                            "(one SQL per line, in order)"
+                        )
+                    else:
+                        found.update(((stem, i), sql) for i, sql in enumerate(lines))
+                    continue
+                found.update(_read_jsonl(path, stem))
+            where = self._file_of(stem) if self.path.is_dir() else self.path
+            given = {i for s, i in found if s == stem}
+            if not given:
+                problems[stem] = f"no predictions: {where} names no question of set {stem}"
+            elif given != set(range(size)):
+                problems[stem] = (
+                    f"{where}: predictions for {len(given & set(range(size)))} of the {size} "
+                    f"questions of set {stem}"
+                    + (
+                        f" (and {len(given - set(range(size)))} beyond them)"
+                        if given - set(range(size))
+                        else ""
+                    )
+                )
+        return found, problems
+
+    def check(self, sets: Sequence[QuestionSet]) -> dict[str, str]:
+        """The sets of ``sets`` whose predictions are absent or not one per question: set
+        stem → why, naming the file expected. Such a set cannot be scored."""
+        return self._read({s.stem: len(s.questions) for s in sets})[1]
+
+    def predict(self, questions: Sequence[Question], directory: EvalDirectory) -> list[Prediction]:
+        sizes: dict[str, int] = {}
+        for q in questions:
+            sizes[q.set] = sizes.get(q.set, 0) + 1
+        found, problems = self._read(sizes)
         out = []
         for q in questions:
             sql = found.get((q.set, q.position))
-            if sql is not None:
+            if q.set in problems:
+                out.append(Prediction(None, problems[q.set]))
+            elif sql is not None:
                 out.append(Prediction(sql))
-            elif q.set in missing_files:
-                out.append(Prediction(None, f"no prediction file for set {q.set}"))
             else:
                 out.append(Prediction(None, f"no prediction for {q.id}"))
         return out

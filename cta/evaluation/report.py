@@ -67,6 +67,21 @@ def markdown(report: EvalReport, plot_file: str | None = "pre_post.png") -> str:
         "(Dr.Spider). Figures in %; per kind mean ± sample std over seeds. Relative robustness: "
         "among the pairs right before, the share still right after.",
         "",
+    ]
+    if report.databases:
+        lines += [f"**Databases: {report.databases}.**", ""]
+    if report.not_evaluated:
+        lines += [
+            "## Not evaluated",
+            "",
+            "These sets are left out and scored nowhere below:",
+            "",
+            "| set | why |",
+            "|---|---|",
+            *(f"| {stem} | {why} |" for stem, why in report.not_evaluated.items()),
+            "",
+        ]
+    lines += [
         "## Original questions",
         "",
         "| dataset | questions | " + " | ".join(_LABELS[m] for m in metrics) + " |",
@@ -105,6 +120,8 @@ def markdown(report: EvalReport, plot_file: str | None = "pre_post.png") -> str:
         for m in metrics:
             row += [_pct(getattr(r.pre, m)), _pct(getattr(r.post, m))]
         lines.append("| " + " | ".join(row) + " |")
+    for stem in report.not_evaluated:
+        lines.append(f"| {stem} | not evaluated |" + " |" * (len(header) - 2))
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report.statuses.items()))
     lines += ["", f"Item statuses: {statuses}."]
     if report.skipped_files:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -243,6 +243,8 @@ def evaluate(
         str(directory.root),
         directory.skipped,
         seconds,
+        not_evaluated=directory.not_evaluated,
+        databases=directory.databases,
     )
     return report, items
 
@@ -259,8 +261,12 @@ def build_report(
     directory: str = "",
     skipped: Sequence[str] = (),
     seconds: dict[str, float] | None = None,
+    *,
+    not_evaluated: Mapping[str, str] | None = None,
+    databases: str | None = None,
 ) -> EvalReport:
-    """Aggregate item results into per-set and per-kind figures."""
+    """Aggregate item results into per-set and per-kind figures; ``not_evaluated`` (set →
+    why) is listed, never scored; ``databases`` says what the databases were when synthesised."""
     by_set: dict[str, list[ItemResult]] = {}
     for it in items:
         by_set.setdefault(it.set, []).append(it)
@@ -281,6 +287,8 @@ def build_report(
         statuses=dict(Counter(it.status for it in items)),
         skipped_files=list(skipped),
         seconds=seconds or {},
+        not_evaluated=dict(not_evaluated or {}),
+        databases=databases,
     )
 
 

@@ -1,19 +1,24 @@
-"""Reading a folder written by ``cta dataset perturb --format spider``.
+"""Reading a folder written by ``cta dataset perturb --format spider``, in any layout.
 
-The folder holds ``tables.json`` (original and perturbed entries), ``database/<db_id>/
+The default layout holds ``tables.json`` (original and perturbed entries), ``database/<db_id>/
 <db_id>.sqlite``, ``<name>_original.json`` (the input questions) and, per kind and seed,
 ``<name>_<kind>_s<seed>.json``. Every question record carries ``kind`` (``original`` for the
 input), ``seed`` (null for the input) and ``source_index`` (its position in the input file),
 which pairs a perturbed question with its original. Kinds are read from the records — any
 kind the protocol writes is evaluated, none is assumed. A file whose records mix kinds (the
-``--augment`` training sets) is not an evaluation set and is skipped.
+``--augment`` training sets) is not an evaluation set and is skipped. The ``hf`` layout holds
+the same sets as ``data/<stem>.parquet`` (each row's ``record``: the whole record) with the
+databases in ``databases.zip``; the ``drspider`` layout is read by :func:`_load_drspider`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,7 @@ from cta.formats.drspider import (
 )
 from cta.formats.spider import database_path
 from cta.formats.tables import SpiderSchema
-from cta.provenance import file_sha256, read_manifest
+from cta.provenance import file_sha256, read_manifest, tree_sha256
 from cta.table import InvalidTableError
 
 __all__ = [
@@ -41,6 +46,9 @@ __all__ = [
 ]
 
 ORIGINAL = "original"
+HF_DATA = "data"  # the hf layout: data/<set>.parquet, tables.json, databases.zip
+HF_SUFFIX = ".parquet"
+HF_DATABASES = "databases.zip"
 _SEEDED = re.compile(r"^(?P<rest>.+)_s(?P<seed>\d+)$")
 _QUESTION_KEYS = ("question", "SpiderQuestion")
 
@@ -98,6 +106,8 @@ class EvalDirectory:
     db_dirs: dict[str, Path] = field(default_factory=dict)  # db_id → its databases' folder
     manifests: dict[str, dict[str, Any]] = field(default_factory=dict)
     unaccounted: list[str] = field(default_factory=list)  # sets their manifest does not list
+    not_evaluated: dict[str, str] = field(default_factory=dict)  # set stem → why it is not
+    databases: str | None = None  # what the databases are when synthesised (the manifest's)
     _schemas: dict[str, SpiderSchema] = field(default_factory=dict, repr=False)
 
     def database(self, db_id: str) -> Path:
@@ -108,6 +118,22 @@ class EvalDirectory:
         if db_id not in self._schemas:
             self._schemas[db_id] = SpiderSchema.from_entry(self.entries[db_id])
         return self._schemas[db_id]
+
+    def leave_out(self, reasons: Mapping[str, str]) -> None:
+        """Set aside the sets ``reasons`` names (stem → why): they are listed in
+        ``not_evaluated`` and never scored. A perturbed set whose original is set aside goes
+        too — its pre half has nothing to pair with."""
+        gone = {s.name for s in self.sets if s.is_original and s.stem in reasons}
+        kept = []
+        for s in self.sets:
+            if s.stem in reasons:
+                self.not_evaluated[s.stem] = reasons[s.stem]
+            elif s.name in gone:
+                original = f"{s.name}_original"
+                self.not_evaluated[s.stem] = f"its original set {original} is not evaluated"
+            else:
+                kept.append(s)
+        self.sets = kept
 
     def original_of(self, question_set: QuestionSet) -> QuestionSet:
         """The original set a perturbed set pairs with (same dataset name)."""
@@ -166,7 +192,8 @@ def _questions(
 
 
 def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalDirectory:
-    """Read a ``cta dataset perturb`` folder; ``only`` keeps these set stems (and originals).
+    """Read a ``cta dataset perturb`` folder in any of its layouts (the default, ``drspider``,
+    ``hf``); ``only`` keeps these set stems (and originals).
 
     Raises :class:`~cta.table.InvalidTableError` when the folder is not one.
     """
@@ -174,32 +201,56 @@ def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalD
     if not root.is_dir():
         raise InvalidTableError("not_found", f"{root}: no such folder")
     if is_drspider(root):
-        return _load_drspider(root, only)
+        directory = _load_drspider(root, only)
+    elif any((root / HF_DATA).glob(f"*_original{HF_SUFFIX}")):
+        directory = _load_files(root, root / HF_DATA, HF_SUFFIX, _read_parquet, only)
+        directory.db_dirs = dict.fromkeys(directory.entries, _hf_databases(root))
+    else:
+        directory = _load_files(root, root, ".json", _read_list, only)
+    directory.databases = synthesised_note(read_manifest(root))
+    return directory
+
+
+def synthesised_note(manifest: Mapping[str, Any] | None) -> str | None:
+    """What the databases of a ``cta dataset perturb`` folder are, from its manifest, when
+    they were synthesised (:func:`cta.sql.database.synthesis_note`); None otherwise."""
+    databases = (manifest or {}).get("databases")
+    note = databases.get("note") if isinstance(databases, dict) else None
+    return note if isinstance(note, str) else None
+
+
+def _load_files(
+    root: Path,
+    folder: Path,
+    suffix: str,
+    read: Callable[[Path], list[dict[str, Any]]],
+    only: Sequence[str] | None,
+) -> EvalDirectory:
+    """The default layout (``<name>_…json`` beside ``tables.json``) or the ``hf`` one (the
+    same sets as ``data/<name>_…parquet``)."""
     tables = root / "tables.json"
     if not tables.is_file():
         raise InvalidTableError("not_a_perturbed_dataset", f"{root}: no tables.json")
     entries = {e["db_id"]: e for e in _read_list(tables) if isinstance(e.get("db_id"), str)}
-    names = sorted(p.name[: -len("_original.json")] for p in root.glob("*_original.json"))
+    end = f"_original{suffix}"
+    names = sorted(p.name[: -len(end)] for p in folder.glob(f"*{end}"))
     if not names:
         raise InvalidTableError(
             "not_a_perturbed_dataset",
-            f"{root}: no <name>_original.json (written by cta dataset perturb --format spider)",
+            f"{root}: no <name>_original.json, data/<name>_original.parquet nor Spider-<name>/ "
+            "(written by cta dataset perturb --format spider)",
         )
     sets: list[QuestionSet] = []
     skipped: list[str] = []
     for name in names:
-        original = root / f"{name}_original.json"
+        original = folder / f"{name}{end}"
         stem = original.stem
         sets.append(
             QuestionSet(
-                name,
-                stem,
-                ORIGINAL,
-                None,
-                _questions(original, stem, _read_list(original), entries),
+                name, stem, ORIGINAL, None, _questions(original, stem, read(original), entries)
             )
         )
-        for path in sorted(root.glob(f"{name}_*.json"), key=_set_order):
+        for path in sorted(folder.glob(f"{name}_*{suffix}"), key=_set_order):
             stem = path.stem
             match = _SEEDED.match(stem)
             if (
@@ -210,7 +261,7 @@ def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalD
                 continue
             if only is not None and stem not in only:
                 continue
-            records = _read_list(path)
+            records = read(path)
             kinds = {str(r.get("kind")) for r in records}
             if len(kinds) > 1 or ORIGINAL in kinds:
                 skipped.append(path.name)  # an --augment training file mixes kinds
@@ -225,12 +276,51 @@ def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalD
     if manifest is not None:
         listed = manifest.get("outputs") or {}
         for s in sets:
-            file = f"{s.stem}.json"
-            if listed.get(file) == file_sha256(root / file):
+            # the default layout lists each set's file; hf its data/ folder as one tree
+            file = f"{s.stem}{suffix}" if folder == root else folder.name
+            digest = file_sha256(root / file) if folder == root else tree_sha256(folder)
+            if listed.get(file) == digest:
                 directory.manifests[s.stem] = manifest
             else:
-                directory.unaccounted.append(file)
+                directory.unaccounted.append(
+                    file if folder == root else f"{folder.name}/{s.stem}{suffix}"
+                )
     return directory
+
+
+def _read_parquet(path: Path) -> list[dict[str, Any]]:
+    """The question records of an ``hf`` set file (its ``record`` column: the whole record)."""
+    import pyarrow.parquet as pq
+
+    try:
+        column = pq.read_table(path, columns=["record"]).column("record").to_pylist()
+        records = [json.loads(text) for text in column]
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise InvalidTableError("malformed_dataset", f"{path}: {exc}") from None
+    if not all(isinstance(r, dict) for r in records):
+        raise InvalidTableError("malformed_dataset", f"{path}: a record is not a JSON object")
+    return records
+
+
+def _hf_databases(root: Path) -> Path:
+    """The databases of an ``hf`` folder: ``databases.zip`` extracted once into a cache
+    folder named by its hash (the export stays as published)."""
+    archive = root / HF_DATABASES
+    if not archive.is_file():
+        raise InvalidTableError("not_a_perturbed_dataset", f"{root}: no {HF_DATABASES}")
+    target = Path(tempfile.gettempdir()) / "cta-hf-databases" / file_sha256(archive)[:16]
+    if not (target / "database").is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=target.parent))
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                zf.extractall(staging)
+            staging.replace(target)
+        except (OSError, zipfile.BadZipFile) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (target / "database").is_dir():  # another process may have won the race
+                raise InvalidTableError("unreadable_databases", f"{archive}: {exc}") from None
+    return target / "database"
 
 
 def _load_drspider(root: Path, only: Sequence[str] | None) -> EvalDirectory:

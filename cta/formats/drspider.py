@@ -12,10 +12,14 @@ perturbation is run on them.
 This project writes that layout with ``cta dataset perturb --layout drspider`` (set folders
 ``DB_<kind>_s<seed>`` and ``NLQ_question-synonym_s<seed>``, each record also carrying
 ``q_id_spider_<name>``, its position in the input file) and reads it back in ``cta eval``.
+Dr.Spider's scripts (``copy_pre_perturbation_predictions.py``) hard-code ``Spider-dev`` and
+``q_id_spider_dev``, so a file of Spider dev questions is named ``dev`` whatever its file
+name (:func:`dataset_name`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
@@ -27,6 +31,8 @@ __all__ = [
     "PRE_GOLD",
     "PRE_QUESTIONS",
     "QUESTION_KINDS",
+    "SPIDER_DEV_DATABASES",
+    "dataset_name",
     "is_drspider",
     "original_folder",
     "question_id_key",
@@ -43,6 +49,23 @@ POST_DATABASES = "database_post_perturbation"
 DATABASES = "databases"
 QUESTION_KINDS = frozenset({"question-synonym"})
 """Kinds that perturb only the question (Dr.Spider's ``NLQ_`` sets)."""
+SPIDER_DEV_DATABASES = frozenset(
+    {
+        "battle_death", "car_1", "concert_singer", "course_teach", "cre_Doc_Template_Mgt",
+        "dog_kennels", "employee_hire_evaluation", "flight_2", "museum_visit", "network_1",
+        "orchestra", "pets_1", "poker_player", "real_estate_properties", "singer",
+        "student_transcripts_tracking", "tvshow", "voter_1", "world_1", "wta_1",
+    }
+)  # fmt: skip
+"""The databases of Spider's dev set (none of them is a training database)."""
+
+
+def dataset_name(file_stem: str, db_ids: Iterable[str]) -> str:
+    """The name a question file's sets take in this layout: ``dev`` when every question is
+    asked on a Spider dev database (a subset of Spider dev, under any file name), else the
+    file's stem."""
+    ids = set(db_ids)
+    return "dev" if ids and ids <= SPIDER_DEV_DATABASES else file_stem
 
 
 def set_folder(kind: str, seed: int) -> str:

@@ -57,6 +57,7 @@ __all__ = [
     "read_rows",
     "schema_from_sqlite",
     "sqlite_fold",
+    "synthesis_note",
     "synthesise_rows",
 ]
 
@@ -71,6 +72,17 @@ _DECLARED = {
 # Synthesised tables get between these many rows (seeded per table).
 MIN_ROWS = 10
 MAX_ROWS = 30
+
+
+def synthesis_note(seed: int) -> str:
+    """What a figure computed on databases made by :func:`synthesise_rows` must say beside it
+    (stderr, manifests and every evaluation report built on them)."""
+    return (
+        f"synthesised from the schema: {MIN_ROWS}–{MAX_ROWS} rows a table, seed {seed} — EX is "
+        "not comparable with scores on the dataset's own databases"
+    )
+
+
 # Share of a column's cells drawn from the literals its queries compare it with.
 POOL_SHARE = 0.35
 
