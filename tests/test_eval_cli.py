@@ -85,6 +85,102 @@ def test_pred_folder(perturbed: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert rpl["relative_robustness"]["ex"] == 1.0
 
 
+def _write_preds(perturbed: Path, folder: Path, stems: list[str], drop_last: str = "") -> Path:
+    """The gold SQL of ``stems`` as prediction files (``drop_last``: that set one line short)."""
+    folder.mkdir()
+    for stem in stems:
+        lines = [r["query"] for r in json.loads((perturbed / f"{stem}.json").read_text())]
+        if stem == drop_last:
+            lines = lines[:-1]
+        (folder / f"{stem}.sql").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def _stems(perturbed: Path) -> list[str]:
+    return sorted(p.stem for p in perturbed.glob("dev_*_s*.json") if "_gold" not in p.stem)
+
+
+def test_a_set_without_predictions_stops_the_run_naming_the_file(
+    perturbed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stems = ["dev_original", *_stems(perturbed)]
+    assert "dev_add_s1" in stems
+    preds = _write_preds(perturbed, tmp_path / "preds", [s for s in stems if s != "dev_add_s1"])
+    assert main(["eval", str(perturbed), "--pred", str(preds), "--json"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert captured.out == "" and len(err) == 1
+    assert err[0].startswith("cta: error: eval: set dev_add_s1: no predictions")
+    assert str(preds / "dev_add_s1.sql") in err[0] and "--allow-missing" in err[0]
+
+
+def test_a_set_with_another_number_of_predictions_stops_the_run(
+    perturbed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stems = ["dev_original", *_stems(perturbed)]
+    preds = _write_preds(perturbed, tmp_path / "preds", stems, drop_last="dev_rpl_s0")
+    assert main(["eval", str(perturbed), "--pred", str(preds)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    n = len(QUESTIONS)
+    assert len(err) == 1 and "set dev_rpl_s0:" in err[0]
+    assert f"{preds / 'dev_rpl_s0.sql'}: {n - 1} lines for {n} questions" in err[0]
+    # one JSON-lines file that names no question of a set: the same
+    lines = [
+        json.dumps({"id": f"{stem}:{i}", "sql": r["query"]})
+        for stem in stems
+        if stem != "dev_rpl_s1"
+        for i, r in enumerate(json.loads((perturbed / f"{stem}.json").read_text()))
+    ]
+    single = tmp_path / "all.jsonl"
+    single.write_text("\n".join(lines) + "\n")
+    assert main(["eval", str(perturbed), "--pred", str(single)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"set dev_rpl_s1: no predictions: {single}" in err[0]
+
+
+def test_allow_missing_lists_the_set_as_not_evaluated_never_scored(
+    perturbed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stems = ["dev_original", *_stems(perturbed)]
+    given = [s for s in stems if s not in ("dev_add_s0", "dev_add_s1")]
+    preds = _write_preds(perturbed, tmp_path / "preds", given, drop_last="dev_rpl_s1")
+    args = ["eval", str(perturbed), "--pred", str(preds), "--allow-missing"]
+    assert main([*args, "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    left_out = {"dev_add_s0", "dev_add_s1", "dev_rpl_s1"}
+    assert set(report["not_evaluated"]) == left_out
+    assert "lines for" in report["not_evaluated"]["dev_rpl_s1"]
+    assert [s["set"] for s in report["sets"]] == ["dev_rpl_s0"]  # the only one scored
+    assert [k["kind"] for k in report["kinds"]] == ["rpl"]
+    assert report["sets"][0]["post"]["ex"] == 1.0
+    for stem in left_out:
+        assert f"cta eval: not evaluated: {stem} (" in captured.err
+    # the summary table lists them as not evaluated, with no figure
+    assert main(args) == 0
+    summary = capsys.readouterr().out
+    assert "## Not evaluated" in summary
+    for stem in left_out:
+        assert f"| {stem} |" in summary
+    out = tmp_path / "report"
+    assert main([*args, "--out", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    assert "| dev_add_s0 | not evaluated |" in text
+    items = [json.loads(line) for line in (out / "items.jsonl").read_text().splitlines()]
+    assert {it["set"] for it in items} == {"dev_original", "dev_rpl_s0"}
+
+
+def test_allow_missing_without_the_originals_scores_no_set(
+    perturbed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    preds = _write_preds(perturbed, tmp_path / "preds", _stems(perturbed))
+    assert main(["eval", str(perturbed), "--pred", str(preds), "--allow-missing", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["sets"] == [] and report["original"] == {}
+    assert set(report["not_evaluated"]) == {"dev_original", *_stems(perturbed)}
+    assert "dev_original is not evaluated" in report["not_evaluated"]["dev_rpl_s0"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

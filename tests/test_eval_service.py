@@ -62,7 +62,7 @@ def test_eval_job_items_and_report(perturbed: Path, tmp_path: Path) -> None:
     assert wrong_kind.value.problem == "not_an_eval_job"
 
 
-def test_eval_job_refuses_endpoints_not_allowed_and_misaligned_predictions(
+def test_eval_job_refuses_endpoints_not_allowed_and_predictions_for_no_set(
     perturbed: Path, tmp_path: Path
 ) -> None:
     spider, sets = _payload(perturbed)
@@ -72,7 +72,7 @@ def test_eval_job_refuses_endpoints_not_allowed_and_misaligned_predictions(
         with pytest.raises(ServiceError) as refused:
             cta.submit_eval(spider, sets, endpoint="http://127.0.0.1:9/parse")
         with pytest.raises(ServiceError) as misaligned:
-            cta.submit_eval(spider, sets, predictions={"dev_rpl_s0": ["SELECT 1"]})
+            cta.submit_eval(spider, sets, predictions={"dev_nope_s0": ["SELECT 1"]})
         with pytest.raises(ServiceError) as two:
             cta.submit_eval(spider, sets, predictions={}, model="oracle")
         oracle = cta.submit_eval(spider, sets, model="oracle")
@@ -80,5 +80,56 @@ def test_eval_job_refuses_endpoints_not_allowed_and_misaligned_predictions(
         report = oracle.report()
     assert refused.value.problem == "endpoint_not_allowed"
     assert misaligned.value.problem == "misaligned_predictions"
+    assert misaligned.value.status_code == 422 and "dev_nope_s0" in str(misaligned.value)
     assert two.value.status_code == 422
     assert all(r.post.ex == r.post.em == 1.0 for r in report.sets) and len(report.sets) == 2
+
+
+def test_a_set_without_predictions_is_a_failed_item_never_scored(
+    perturbed: Path, tmp_path: Path
+) -> None:
+    """No predictions for one set, too few for another: each becomes a failed item named after
+    its set, listed as not evaluated in the report (never a 0 % or a 100-point drop); the
+    others are scored, and the report says its databases were synthesised."""
+    spider, sets = _payload(perturbed)
+    predictions = {stem: [str(r["query"]) for r in records] for stem, records in sets.items()}
+    del predictions["dev_rpl_s0"]
+    predictions["dev_add_s0"] = predictions["dev_add_s0"][:-1]
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
+    with running_app(settings) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
+        job = cta.submit_eval(spider, sets, predictions=predictions)
+        status = job.wait(poll_interval=0.05, timeout=60)
+        items = list(job.results())
+        report = job.report()
+        text = http.get(f"/v1/jobs/{job.id}/report", params={"format": "markdown"}).text
+    failed = {i.table_id: i.error for i in items if i.status == "failed"}
+    assert status.failed == 2 and set(failed) == {"dev_rpl_s0", "dev_add_s0"}
+    rpl, add = failed["dev_rpl_s0"], failed["dev_add_s0"]
+    assert rpl is not None and rpl.problem == "missing_predictions"
+    assert "predictions['dev_rpl_s0']" in rpl.message
+    assert add is not None and add.problem == "misaligned_predictions"
+    assert f"{len(sets['dev_add_s0']) - 1} predictions for {len(sets['dev_add_s0'])}" in add.message
+    [done] = [i for i in items if i.status == "done"]
+    assert done.eval_result is not None
+    assert {it.set for it in done.eval_result.items} == {"dev_original"}
+    assert report.sets == [] and report.kinds == []
+    assert set(report.not_evaluated) == {"dev_rpl_s0", "dev_add_s0"}
+    assert report.original["dev"].ex == 1.0
+    assert report.databases is not None and "synthesised from the schema" in report.databases
+    assert "| dev_rpl_s0 | not evaluated |" in text and "## Not evaluated" in text
+
+
+def test_without_predictions_for_the_originals_no_set_is_scored(
+    perturbed: Path, tmp_path: Path
+) -> None:
+    spider, sets = _payload(perturbed)
+    predictions = {s: [str(r["query"]) for r in sets[s]] for s in ("dev_rpl_s0", "dev_add_s0")}
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
+    with running_app(settings) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
+        job = cta.submit_eval(spider, sets, predictions=predictions)
+        job.wait(poll_interval=0.05, timeout=60)
+        report = job.report()
+    assert set(report.not_evaluated) == set(sets) and report.sets == []
+    assert "dev_original is not evaluated" in report.not_evaluated["dev_rpl_s0"]

@@ -8,7 +8,7 @@ shortened — because of one bad entry.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cta.datasets import spider_database
@@ -179,11 +179,45 @@ def _database_error(
     return None
 
 
+#: the problems of an eval job's item that holds a set it could not score (listed as not
+#: evaluated in the job's report)
+UNSCORED_SETS = frozenset({"missing_predictions", "misaligned_predictions"})
+
+
+def _name_of(stem: str, names: Sequence[str]) -> str | None:
+    """The dataset name of a set stem (the longest ``<name>_`` it starts with)."""
+    return max((n for n in names if stem.startswith(f"{n}_")), key=len, default=None)
+
+
+def _unpredicted(request: EvalJobCreate, names: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """The sets given predictions cannot score — none, or not one per record — and the
+    perturbed sets whose original is one of them: set → (problem, message)."""
+    if request.predictions is None:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    for stem, records in request.sets.items():
+        predicted = request.predictions.get(stem)
+        if predicted is None:
+            message = f"set {stem}: no predictions (expected predictions[{stem!r}], one per record)"
+            out[stem] = ("missing_predictions", f"{message}; not evaluated")
+        elif len(predicted) != len(records):
+            message = f"set {stem}: {len(predicted)} predictions for {len(records)} records"
+            out[stem] = ("misaligned_predictions", f"{message}; not evaluated")
+    for stem in request.sets:
+        original = f"{_name_of(stem, names)}_original"
+        if stem not in out and original in out:
+            message = f"set {stem}: its original set {original} is not evaluated"
+            out[stem] = (out[original][0], message)
+    return out
+
+
 def _eval_items(request: EvalJobCreate, settings: ServiceSettings) -> list[NewItem]:
     """One item per source database: its original questions and every perturbed question
     whose ``source_index`` points at one of them, with the entries they are asked on.
 
-    Records that name no known database or original become one failed item, never dropped.
+    Records that name no known database or original become one failed item, never dropped;
+    with ``predictions``, a set given none (or not one per record) becomes one failed item
+    named after it (``missing_predictions``/``misaligned_predictions``), never scored.
     """
     endpoint = str(request.endpoint) if request.endpoint is not None else None
     if endpoint is not None and not any(endpoint.startswith(p) for p in settings.eval_endpoints):
@@ -191,22 +225,23 @@ def _eval_items(request: EvalJobCreate, settings: ServiceSettings) -> list[NewIt
             "endpoint_not_allowed",
             f"{endpoint} is not among the endpoints this service may call (eval_endpoints)",
         )
-    for stem, predicted in (request.predictions or {}).items():
-        if stem not in request.sets or len(predicted) != len(request.sets[stem]):
-            size = len(request.sets.get(stem, []))
-            raise InvalidTableError(
-                "misaligned_predictions",
-                f"predictions[{stem!r}]: {len(predicted)} for {size} records of that set",
-            )
+    unknown = sorted(set(request.predictions or {}) - set(request.sets))
+    if unknown:
+        raise InvalidTableError(
+            "misaligned_predictions", f"predictions for sets the job has not: {', '.join(unknown)}"
+        )
     entries = {e["db_id"]: e for e in request.spider if isinstance(e.get("db_id"), str)}
     names = [stem[: -len("_original")] for stem in request.sets if stem.endswith("_original")]
+    unscored = _unpredicted(request, names)
     sources: dict[str, list[Any]] = {
         name: [r.get("db_id") for r in request.sets[f"{name}_original"]] for name in names
     }
     groups: dict[str, dict[str, list[tuple[int, dict[str, Any]]]]] = {}
     orphans: list[dict[str, Any]] = []
     for stem, records in request.sets.items():
-        name = max((n for n in names if stem.startswith(f"{n}_")), key=len, default=None)
+        if stem in unscored:
+            continue
+        name = _name_of(stem, names)
         for position, record in enumerate(records):
             source = record.get("source_index")
             originals = sources.get(name or "", [])
@@ -247,6 +282,8 @@ def _eval_items(request: EvalJobCreate, settings: ServiceSettings) -> list[NewIt
             message = f"records name databases absent from spider: {', '.join(missing)}"
             error = ItemError(problem="unknown_database", message=message)
         items.append(NewItem(dumps(payload), db_id, error))
+    for stem, (problem, message) in unscored.items():
+        items.append(_failed({"set": stem, "records": request.sets[stem]}, stem, problem, message))
     if orphans:
         message = (
             f"{len(orphans)} question records name no database of the payload, or no original "

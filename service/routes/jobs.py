@@ -20,7 +20,7 @@ from cta.reports import ItemResult
 from service.auth import caller
 from service.errors import ServiceProblem
 from service.jobs.store import JobStore
-from service.jobs.submit import job_items
+from service.jobs.submit import UNSCORED_SETS, job_items
 from service.routes import problems
 from service.schemas import EvalReport, JobCreate, JobList, JobResultsPage, JobStatus
 
@@ -165,6 +165,8 @@ def job_report(
         raise ServiceProblem(404, "not_an_eval_job", f"job {job_id!r} is a {status.kind} job")
     items: list[ItemResult] = []
     model = ""
+    databases: str | None = None
+    not_evaluated: dict[str, str] = {}
     offset: int | None = 0
     while offset is not None:
         page = _found(store.results(job_id, owner, offset, 1000), job_id)
@@ -172,9 +174,18 @@ def job_report(
             if item.eval_result is not None:
                 items.extend(item.eval_result.items)
                 model = model or item.eval_result.model
+                databases = databases or item.eval_result.databases
+            elif item.error is not None and item.error.problem in UNSCORED_SETS:
+                not_evaluated[str(item.table_id)] = item.error.message
         offset = page.next_offset
     report = build_report(
-        sets_of(items), items, model, linking=model == "lexical-probe", directory=f"job {job_id}"
+        sets_of(items),
+        items,
+        model,
+        linking=model == "lexical-probe",
+        directory=f"job {job_id}",
+        not_evaluated=not_evaluated,
+        databases=databases,
     )
     if format == "markdown":
         return PlainTextResponse(markdown(report, plot_file=None), media_type="text/markdown")
