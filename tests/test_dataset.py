@@ -192,6 +192,68 @@ def test_spider_with_shipped_databases_copies_their_rows(tmp_path: Path) -> None
     assert {r[2] for r in got} == {None}
 
 
+def _perturb_cli(tables: Path, questions: Path, out: Path, *extra: str) -> list[str]:
+    spider = ["--format", "spider", "--tables", str(tables), "--questions", str(questions)]
+    return ["dataset", "perturb", *spider, "--kind", "shuffle", "--seeds", "1", "--out", str(out),
+            *extra]  # fmt: skip
+
+
+@pytest.mark.parametrize("layout", ["cta", "drspider", "hf"])
+def test_synthesised_databases_are_said_at_the_start_in_the_manifest_and_eval_reports(
+    tmp_path: Path, layout: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cta.provenance import read_manifest
+    from cta.sql.database import synthesis_note
+
+    tables, questions = _write_spider(tmp_path)
+    out = tmp_path / "out"
+    args = _perturb_cli(tables, questions, out, "--synthesis-seed", "7", "--layout", layout)
+    assert main(args) == 0
+    note = synthesis_note(7)
+    assert "seed 7" in note and "not comparable" in note
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("cta dataset: databases: 1 of 1 ") and err[0].endswith(note)
+    manifest = read_manifest(out)
+    assert manifest is not None
+    assert manifest["databases"] == {"synthesised": ["music"], "synthesis_seed": 7, "note": note}
+    report_dir = tmp_path / "report"
+    assert main(["eval", str(out), "--model", "oracle", "--out", str(report_dir)]) == 0
+    captured = capsys.readouterr()
+    assert f"cta eval: databases {note}" in captured.err
+    assert note in captured.out  # the summary
+    assert json.loads((report_dir / "eval.json").read_text())["databases"] == note
+    assert note in (report_dir / "report.md").read_text()
+
+
+def test_require_databases_refuses_to_synthesise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cta.provenance import read_manifest
+
+    tables, questions = _write_spider(tmp_path)
+    out = tmp_path / "out"
+    assert main(_perturb_cli(tables, questions, out, "--require-databases")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cta: error: dataset perturb: --require-databases")
+    assert "music" in err[0] and "databases_required" in err[0]
+    assert not (out / "manifest.json").exists()
+    # with the database shipped, nothing is synthesised and nothing is said
+    dataset = load_spider(tables, questions)
+    _, databases = spider_inputs(dataset)
+    db_dir = tmp_path / "database"
+    rows = {"singer": [(1, "Ann", "France", 30)], "concert": [(10, "Gala", 1, 2014)]}
+    create_database(db_dir / "music" / "music.sqlite", databases["music"].schema, rows)
+    args = _perturb_cli(tables, questions, out, "--require-databases", "--db-dir", str(db_dir))
+    assert main(args) == 0
+    assert "synthesised" not in capsys.readouterr().err
+    manifest = read_manifest(out)
+    assert manifest is not None
+    assert manifest["databases"] == {"synthesised": [], "synthesis_seed": None, "note": None}
+    assert main(["eval", str(out), "--model", "oracle", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["databases"] is None and "synthesised" not in captured.err
+
+
 @pytest.mark.skipif(not (SPIDER / "dev.json").is_file(), reason="Spider data not present")
 def test_real_spider_dev_subset_is_execution_equivalent(tmp_path: Path) -> None:
     dataset = load_spider(SPIDER / "tables.json", SPIDER / "dev.json")

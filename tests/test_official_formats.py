@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import sqlglot
 from conftest import SHARED
-from dataset_fixtures import write_spider
+from dataset_fixtures import music_entry, write_spider
 from test_dataset import QUESTIONS, TABLES, propose
 
 from cta.cli.main import main
@@ -348,6 +348,118 @@ def test_hf_export_has_parquet_card_and_databases(tmp_path: Path) -> None:
     assert _cli(*args, "--out", str(again)) == 0
     for f in ("README.md", "databases.zip", "data/dev_shuffle_s1.parquet", "manifest.json"):
         assert (again / f).read_bytes() == (out / f).read_bytes(), f
+
+
+def _preds_for(folder: Path, out: Path, stems: dict[str, str]) -> Path:
+    """The same predictions for a layout's sets: every gold query of the default-layout
+    ``folder`` but the first of each set (wrong on purpose), written under the set names of
+    the layout (``stems``: default-layout stem → that layout's stem)."""
+    out.mkdir()
+    for stem, renamed in stems.items():
+        lines = [r["query"] for r in json.loads((folder / f"{stem}.json").read_text())]
+        lines[0] = "SELECT count(*) FROM singer"
+        (out / f"{renamed}.sql").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_eval_reads_every_layout_to_the_same_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One small Spider set perturbed in each layout; the same predictions evaluated in each
+    give the same figures, and they are not trivially perfect."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    common = _perturb_args(tmp_path, "shuffle,opaque-keys", 2)
+    for layout in ("cta", "drspider", "hf"):
+        assert _cli(*common, "--out", str(tmp_path / layout), "--layout", layout) == 0
+    capsys.readouterr()
+    stems = sorted(p.stem for p in (tmp_path / "cta").glob("dev_*.json"))
+    sets = [s for s in stems if s != "dev_original"]
+    assert len(sets) == 4
+    renames = {
+        "cta": {s: s for s in stems},
+        "hf": {s: s for s in stems},
+        "drspider": {"dev_original": "Spider-dev"} | {s: "DB_" + s[len("dev_") :] for s in sets},
+    }
+    figures = {}
+    for layout, names in renames.items():
+        preds = _preds_for(tmp_path / "cta", tmp_path / f"{layout}-preds", names)
+        assert _cli("eval", str(tmp_path / layout), "--pred", str(preds), "--json") == 0, layout
+        report = json.loads(capsys.readouterr().out)
+        figures[layout] = (
+            report["original"],
+            sorted(
+                (s["kind"], s["seed"], s["n"], s["pre"], s["post"], s["relative_robustness"])
+                for s in report["sets"]
+            ),
+            sorted((k["kind"], k["seeds"], k["pre"], k["post"]) for k in report["kinds"]),
+        )
+    assert figures["cta"] == figures["hf"] == figures["drspider"]
+    original, per_set, _ = figures["cta"]
+    assert len(per_set) == 4 and 0 < original["dev"]["ex"] < 1
+    # the hf layout's Parquet columns are typed, even where every value is null
+    schema = pq.read_schema(tmp_path / "hf" / "data" / "dev_shuffle_s0.parquet")
+    types = {name: str(schema.field(name).type) for name in schema.names}
+    assert types["evaluator_problem"] == "string" and types["seed"] == "int64"
+    assert "null" not in types.values()
+    original_schema = pq.read_schema(tmp_path / "hf" / "data" / "dev_original.parquet")
+    assert str(original_schema.field("seed").type) == "int64"  # every seed null there
+
+
+def _dev_named(tmp_path: Path, file_name: str, db_id: str) -> list[str]:
+    """``cta dataset perturb --layout drspider`` arguments over the fixture's questions asked
+    on a database named ``db_id``, in a question file named ``file_name``."""
+    entry = {**music_entry(), "db_id": db_id}
+    tables, questions = tmp_path / "tables.json", tmp_path / file_name
+    tables.write_text(json.dumps([entry]))
+    records = [{**r, "db_id": db_id} for r in json.loads(json.dumps(QUESTIONS))]
+    questions.write_text(json.dumps(records))
+    spider = ["--format", "spider", "--tables", str(tables), "--questions", str(questions)]
+    return [
+        "dataset",
+        "perturb",
+        *spider,
+        "--kind",
+        "shuffle",
+        "--seeds",
+        "1",
+        "--layout",
+        "drspider",
+    ]
+
+
+def _drspider_names(out: Path) -> tuple[list[str], set[str]]:
+    post = json.loads((out / "DB_shuffle_s0" / "questions_post_perturbation.json").read_text())
+    pre = json.loads((out / "DB_shuffle_s0" / "questions_pre_perturbation.json").read_text())
+    keys = {k for r in post + pre for k in r if k.startswith("q_id_spider_")}
+    return sorted(p.name for p in out.glob("Spider-*")), keys
+
+
+def test_drspider_names_spider_dev_questions_dev_under_any_file_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dr.Spider's copy_pre_perturbation_predictions.py reads Spider-dev/ and
+    q_id_spider_dev: Spider dev questions get them whatever their file is called; --name
+    overrides, and a file of other databases keeps its stem."""
+    (tmp_path / "a").mkdir()
+    args = _dev_named(tmp_path / "a", "Spider-dev_small.json", "concert_singer")
+    assert _cli(*args, "--out", str(tmp_path / "a" / "out")) == 0
+    assert _drspider_names(tmp_path / "a" / "out") == (["Spider-dev"], {"q_id_spider_dev"})
+    capsys.readouterr()
+    assert _cli("eval", str(tmp_path / "a" / "out"), "--model", "oracle", "--json") == 0
+    assert set(json.loads(capsys.readouterr().out)["original"]) == {"dev"}
+    assert _cli(*args, "--out", str(tmp_path / "a" / "named"), "--name", "mine") == 0
+    assert _drspider_names(tmp_path / "a" / "named") == (["Spider-mine"], {"q_id_spider_mine"})
+    (tmp_path / "b").mkdir()
+    other = _dev_named(tmp_path / "b", "my_questions.json", "music")
+    assert _cli(*other, "--out", str(tmp_path / "b" / "out")) == 0
+    assert _drspider_names(tmp_path / "b" / "out") == (
+        ["Spider-my_questions"],
+        {"q_id_spider_my_questions"},
+    )
+    capsys.readouterr()
+    assert _cli(*other[:-2], "--out", str(tmp_path / "b" / "x"), "--name", "dev") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--name names Dr.Spider's folders" in err[0]
 
 
 def test_layout_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
