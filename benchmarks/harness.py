@@ -212,8 +212,9 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
         f"| share of wall time in the judge model (tokenise + forward) | {_pct(o['model_share'])} |",
         f"| share of wall time in retrieval (query encoding + search) | {_pct(o['retrieval_share'])} |",
         f"| peak RSS (process) | {o['peak_rss_mb']} MB |",
-        f"| raw batched forward, pairs / second ({raw['pairs']} of ours' pairs, batch "
-        f"{raw['batch_size']}) | {raw['pairs_per_second']} |",
+        f"| raw forward, pairs / second (forward passes alone, timed inside the same run: its "
+        f"{raw['pairs']} pairs in {raw.get('batches', '?')} batches of at most {raw['batch_size']}, "
+        f"{raw.get('torch_threads', m['torch_threads'])} threads) | {raw['pairs_per_second']} |",
         f"| ours, model pairs / wall second | {o['judged_pairs_per_second']} |",
         f"| **efficiency** (ours / raw) | **{s['efficiency']}** "
         f"({'meets' if eff_ok else 'below'} the {MIN_EFFICIENCY} bar) |",
@@ -224,7 +225,8 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
         f"| **speedup** (naive time / ours) | **{sub['speedup']}×** "
         f"({'meets' if speed_ok else 'misses'} the {MIN_SPEEDUP:.0f}× bar with identical decisions) |",
         f"| identical decisions | {sub['identical_decisions']} "
-        f"({len(sub['mismatches'])} tables differ) |",
+        f"({len(sub['mismatches'])} tables differ; {sub.get('decisions_compared', '?')} "
+        "names compared) |",
         f"| **tables / second** bar | {o['tables_per_second']} "
         f"({'meets' if o['tables_per_second'] >= MIN_TABLES_PER_SECOND else 'below'} the "
         f"{MIN_TABLES_PER_SECOND} bar) |",
@@ -457,6 +459,8 @@ def write_summary(results: Path = RESULTS) -> Path:
             lines += [f"Skipped: {data['skipped']}.", ""]
             continue
         run_info = data.get("run", {})
+        if "failed" in data:
+            lines += [f"**Failed: {data['failed']}.** The figures below do not stand.", ""]
         lines += render(data)
         lines += [
             "",
@@ -513,9 +517,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = run(parts, data=args.data, quick=args.quick, results=args.results)
     for part, result in results.items():
         status = f"skipped: {result['skipped']}" if "skipped" in result else "done"
+        if "failed" in result:
+            status = f"failed: {result['failed']}"
         print(f"{part}: {status}")
     print(f"summary: {args.results / 'SUMMARY.md'}")
-    return 0
+    # A part whose figures cannot stand (naive and ours deciding differently) fails the run.
+    return 1 if any("failed" in result for result in results.values()) else 0
 
 
 if __name__ == "__main__":

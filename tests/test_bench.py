@@ -78,26 +78,182 @@ def _tiny_tables() -> list[Table]:
     ]
 
 
+class HashedEntailment:
+    """A stand-in judge whose (P(entailment), P(neutral)) is a fixed function of the two texts,
+    spread over [0, 1]: batched (the product's judge) or one pair at a time (the naive
+    reference's), every pair gets the same exact scores, so any difference in decisions is a
+    difference in rules. (The tiny judge gives every pair nearly the same score: decisions
+    and their order would turn on float noise.)"""
+
+    def __init__(self) -> None:
+        self.pairs = 0
+
+    @staticmethod
+    def _probabilities(premise: str, hypothesis: str) -> tuple[float, float]:
+        import hashlib
+
+        digest = hashlib.sha256(f"{premise}\x00{hypothesis}".encode()).digest()
+        u, v = digest[0] / 255, digest[1] / 255
+        return u * u, (1 - u * u) * v
+
+    # -- the product's EntailmentModel ---------------------------------------------------------
+    def probabilities(self, premises: list[str], hypotheses: list[str]) -> object:
+        import numpy as np
+
+        return np.array(
+            [self._probabilities(p, h) for p, h in zip(premises, hypotheses, strict=True)]
+        )
+
+    def entailment(self, premises: list[str], hypotheses: list[str]) -> object:
+        import numpy as np
+
+        return np.array(
+            [self._probabilities(p, h)[0] for p, h in zip(premises, hypotheses, strict=True)]
+        )
+
+    def entailment_logits(self, premises: list[str], hypotheses: list[str]) -> object:
+        return self.entailment(premises, hypotheses)
+
+    # -- the naive reference's single pairs ----------------------------------------------------
+    def both(self, premise: str, hypothesis: str) -> tuple[float, float]:
+        self.pairs += 1
+        return self._probabilities(premise, hypothesis)
+
+    def one(self, premise: str, hypothesis: str) -> float:
+        return self.both(premise, hypothesis)[0]
+
+
+# The paper's rule, then the association rule (every name associated at 0.0, the top-2 cap
+# biting), with the pipeline's entity link, rank groups and contradiction rule in both.
+NAIVE_RULES = [
+    {"add_association": None},
+    {"add_association": 0.0, "add_association_top_k": 2},
+]
+
+
 @pytest.mark.slow
-def test_naive_pipeline_reaches_the_same_decisions(tiny_pipeline: object) -> None:
-    from benchmarks.naive import NaiveEntailment, NaivePipeline, decisions_of
+@pytest.mark.parametrize("rules", NAIVE_RULES, ids=["paper-rule", "association"])
+def test_naive_pipeline_reaches_the_same_decisions(
+    tiny_pipeline: object, rules: dict[str, object]
+) -> None:
+    import dataclasses
+
+    from benchmarks.naive import NaivePipeline, decisions_of
+    from cta.judge.nli import BidirectionalJudge
     from cta.pipeline import Pipeline
     from cta.results import PerturbOptions
 
     assert isinstance(tiny_pipeline, Pipeline)
+    settings = tiny_pipeline.settings.model_copy(update=rules)
+    stand_in = HashedEntailment()
+    pipeline = dataclasses.replace(
+        tiny_pipeline,
+        settings=settings,
+        judge_model=BidirectionalJudge(stand_in, template=settings.judge_template),  # type: ignore[arg-type]
+    )
     tables = _tiny_tables()
-    ours = tiny_pipeline.perturb_many(tables, PerturbOptions(seed=0))
-    judge = NaiveEntailment(tiny_pipeline.settings.resolved_judge_model())
-    naive = NaivePipeline(tiny_pipeline, judge)
+    ours = pipeline.perturb_many(tables, PerturbOptions(seed=0))
+    naive = NaivePipeline(pipeline, stand_in)
+    rpl = add = 0
     for table, result in zip(tables, ours, strict=True):
         decisions, scores = naive.perturb(table, seed=0)
         assert decisions == decisions_of(result)
         assert scores  # candidates were judged, one pair at a time
-    assert judge.pairs > 0
-    # The naive judge scores like the product's judge (same checkpoint, no batching).
+        rpl += sum(len(r) for r, _ in decisions.values())
+        add += sum(len(a) for _, a in decisions.values())
+    # Equal decisions only mean something when there are some of each kind.
+    assert rpl > 0 and add > 0, (rpl, add)
+    assert stand_in.pairs > 0
+    if rules["add_association"] is not None:
+        capped = [column.add for result in ours for column in result.columns]
+        assert all(len(names) <= 2 for names in capped)
+        # by rank group (the linked schema's names first), then most associated first
+        for names in capped:
+            keys = [(d.source != "entity-schema", -(d.association or 0.0)) for d in names]
+            assert keys == sorted(keys)
+
+
+@pytest.mark.slow
+def test_naive_judge_scores_like_the_product_judge(tiny_pipeline: object) -> None:
+    from benchmarks.naive import NaiveEntailment
+    from cta.pipeline import Pipeline
+
+    assert isinstance(tiny_pipeline, Pipeline)
+    judge = NaiveEntailment(tiny_pipeline.settings.resolved_judge_model())
+    # Same checkpoint, no batching: the same scores up to float noise.
     premise, hypothesis = "book title (text)", "book author (text)"
-    batched = tiny_pipeline.entailment_model.entailment([premise], [hypothesis])[0]
-    assert judge.one(premise, hypothesis) == pytest.approx(float(batched), abs=1e-4)
+    batched = tiny_pipeline.entailment_model.probabilities([premise], [hypothesis])[0]
+    single = judge.both(premise, hypothesis)
+    assert single[0] == pytest.approx(float(batched[0]), abs=1e-4)
+    assert single[1] == pytest.approx(float(batched[1]), abs=1e-4)
+    assert judge.pairs == 1
+
+
+def test_the_speed_benchmark_fails_when_naive_and_ours_differ(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import bench_speed, harness
+    from cta.results import ColumnPerturbations, Decision, PerturbationResult
+
+    table = _tiny_tables()[1]
+    add = [Decision(name="airline", e1=0.1, e2=0.1, source="retriever")]
+    ours = [
+        PerturbationResult(
+            table_id=table.id,
+            primary_entity="flight",
+            entity_source="table-name",
+            columns=[ColumnPerturbations(column="destination", add=add)],
+        )
+    ]
+    same = ({"destination": ([], ["airline"])}, {})
+    other = ({"destination": ([], ["airline", "gate"])}, {"add|destination|gate": (0.1, 0.1)})
+    assert bench_speed.decision_mismatches([table], ours, [same]) == []
+    assert bench_speed.identical_or_failure(1, [], 1) == ""
+    mismatches = bench_speed.decision_mismatches([table], ours, [other])
+    assert [m["table"] for m in mismatches] == ["bench:flights"]
+    assert mismatches[0]["naive"] == {"destination": ([], ["airline", "gate"])}
+    failed = bench_speed.identical_or_failure(1, mismatches, 2)
+    assert "decide differently on 1 of 1 tables (bench:flights)" in failed
+    # no decision on either side: nothing compared, no speed-up to claim
+    assert "nothing was compared" in bench_speed.identical_or_failure(3, [], 0)
+
+    # A failed part makes `cta bench` exit non-zero, saying why on its line.
+    monkeypatch.setattr(harness, "run", lambda *a, **k: {"speed": {"failed": failed}})
+    assert harness.main(["--only", "speed"]) == 1
+    assert f"speed: failed: {failed}" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_raw_forward_is_the_pipeline_s_own_forward_passes(tiny_pipeline: object) -> None:
+    import time
+
+    from benchmarks.bench_speed import ForwardRecorder
+    from cta.judge.batching import CANONICAL_ROWS
+    from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
+    from cta.pipeline import Pipeline
+    from cta.results import PerturbOptions
+
+    assert isinstance(tiny_pipeline, Pipeline)
+    judge = tiny_pipeline.judge_model
+    assert isinstance(judge, BidirectionalJudge) and isinstance(judge.model, HFEntailmentModel)
+    model = judge.model
+    module = model.model
+    judge.clear_cache()
+    judge.reset_stats()
+    with ForwardRecorder(model) as recorder:
+        began = time.perf_counter()
+        tiny_pipeline.perturb_many(_tiny_tables(), PerturbOptions(seed=0))
+        wall = time.perf_counter() - began
+    raw = recorder.raw()
+    # Every pair the model scored went through the timed forward passes, in the pipeline's
+    # own canonical batches (each padded to at least CANONICAL_ROWS rows).
+    assert recorder.pairs >= judge.stats.model_pairs > 0
+    assert raw["pairs"] == recorder.pairs and raw["batches"] > 0
+    assert raw["padded_rows"] >= max(recorder.pairs, raw["batches"] * CANONICAL_ROWS)
+    assert 0 < recorder.forward_seconds <= recorder.seconds <= wall
+    assert raw["pairs_per_second"] >= recorder.pairs / wall  # efficiency ≤ 1
+    # the model is itself again afterwards
+    assert model.model is module and "logits" not in vars(model)
 
 
 def test_speed_comparisons_of_waves_and_precisions(tiny_pipeline: object) -> None:
