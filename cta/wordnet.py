@@ -4,16 +4,26 @@ and :class:`WordNet`, the one way every stage and the judge's training ask it ab
 NLTK's reader wants ``<root>/corpora/wordnet`` on ``nltk.data.path`` and a ``lexnames``
 file that Debian does not ship; :func:`load_wordnet` copies the files into the cache and
 writes ``lexnames`` once.
+
+Opening WordNet through NLTK parses the four index files (seconds) and maps every synset to
+WordNet 3.0 for the multilingual OMW data, which nothing here asks for. The reader used here
+skips that map and reads the parsed index from ``<root>/wordnet-index.pickle``
+(:func:`build_wordnet_index`, run by ``cta setup``; rebuilt when the files it was made from
+change), so a command opens WordNet in a fraction of a second.
 """
 
 from __future__ import annotations
 
+import gc
+import logging
+import os
+import pickle
 import shutil
 import threading
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cta.settings import Settings, get_settings
 
@@ -70,6 +80,13 @@ _LEXNAMES: tuple[tuple[str, int], ...] = (
 )
 
 _REQUIRED = ("data.noun", "index.noun", "data.verb", "index.verb", "data.adj", "index.adj")
+#: the parsed lemma index, beside ``corpora/`` (:func:`build_wordnet_index`)
+INDEX_FILE = "wordnet-index.pickle"
+# What the parsed index is read from: a change to any of them makes it stale.
+_INDEX_SOURCES = ("index.noun", "index.verb", "index.adj", "index.adv", "data.adj")
+_INDEX_FORMAT = 1
+
+log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _cache: dict[Path, WordNet] = {}
@@ -177,17 +194,123 @@ class WordNet:
 
 
 def load_wordnet(settings: Settings | None = None) -> WordNet:
-    """WordNet (loaded once per process, thread-safe)."""
+    """WordNet (loaded once per process, thread-safe), its lemma index read from the prebuilt
+    file (written on the way when missing or stale)."""
     root = prepare_wordnet(settings)
     with _lock:
         wordnet = _cache.get(root)
         if wordnet is None:
-            import nltk
-            from nltk.corpus.reader.wordnet import WordNetCorpusReader
-
-            # NLTK only opens corpora under a root listed on nltk.data.path.
-            if str(root) not in nltk.data.path:
-                nltk.data.path.insert(0, str(root))
-            wordnet = WordNet(WordNetCorpusReader(str(root / "corpora" / "wordnet"), None))
+            wordnet = WordNet(_open_reader(root))
             _cache[root] = wordnet
         return wordnet
+
+
+def build_wordnet_index(settings: Settings | None = None) -> Path:
+    """Write the parsed lemma index that :func:`load_wordnet` reads (``cta setup``), unless
+    an up-to-date one is there; return its path."""
+    root = prepare_wordnet(settings)
+    path = root / INDEX_FILE
+    if _read_index(path, _index_key(root)) is None:
+        _open_reader(root)  # parses the index files and writes the prebuilt one
+    return path
+
+
+def _open_reader(root: Path) -> WordNetCorpusReader:
+    import nltk
+
+    # NLTK only opens corpora under a root listed on nltk.data.path.
+    if str(root) not in nltk.data.path:
+        nltk.data.path.insert(0, str(root))
+    reader: WordNetCorpusReader = _reader_class()(root)
+    return reader
+
+
+def _index_key(root: Path) -> tuple[Any, ...]:
+    """What the prebuilt index must have been made from: this format, NLTK's version, and the
+    name, size and modification time of each source file."""
+    import nltk
+
+    folder = root / "corpora" / "wordnet"
+    stats = [(name, (folder / name).stat()) for name in _INDEX_SOURCES if (folder / name).exists()]
+    return (
+        _INDEX_FORMAT,
+        nltk.__version__,
+        tuple((name, st.st_size, st.st_mtime_ns) for name, st in stats),
+    )
+
+
+def _read_index(path: Path, key: tuple[Any, ...]) -> tuple[dict[str, Any], set[int]] | None:
+    """The (lemma index, adjective satellite offsets) stored at ``path`` for ``key``; None
+    when there is none, it is unreadable or it was made from other files."""
+    # Some 150,000 small dicts: the cyclic collector, run on their way in, would take
+    # three times as long as reading them (they hold no cycles).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with path.open("rb") as handle:
+            stored = pickle.load(handle)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
+        return None  # none yet, or not one this code wrote: parsed again
+    finally:
+        if collecting:
+            gc.enable()
+    if not isinstance(stored, tuple) or len(stored) != 3 or stored[0] != key:
+        return None
+    return stored[1], stored[2]
+
+
+def _write_index(path: Path, key: tuple[Any, ...], index: Any, satellites: set[int]) -> None:
+    """Store the parsed index for the next process (atomically; a cache that cannot be
+    written only costs the next process the parse)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+    try:
+        with tmp.open("wb") as handle:
+            pickle.dump((key, index, satellites), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.replace(path)
+    except OSError as exc:
+        log.warning("WordNet: cannot write the parsed index to %s (%s)", path, exc)
+        tmp.unlink(missing_ok=True)
+
+
+@lru_cache(maxsize=1)
+def _reader_class() -> type[WordNetCorpusReader]:
+    """NLTK's reader over a prepared root, with the lemma index from :data:`INDEX_FILE`
+    (deferred: NLTK loads only when WordNet is asked for)."""
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class PrebuiltIndexReader(WordNetCorpusReader):  # type: ignore[misc]
+        # lemma -> part of speech -> synset offsets; adjective satellites' offsets
+        _lemma_pos_offset_map: dict[str, dict[str, list[int]]]
+        satellite_offsets: set[int]
+
+        def __init__(self, root: Path) -> None:
+            self._index_path = root / INDEX_FILE
+            self._index_key = _index_key(root)
+            self._prebuilt = _read_index(self._index_path, self._index_key)
+            super().__init__(str(root / "corpora" / "wordnet"), None)
+
+        def _scan_satellites(self) -> None:
+            if self._prebuilt is None:
+                super()._scan_satellites()
+            else:
+                self.satellite_offsets = self._prebuilt[1]
+
+        def _load_lemma_pos_offset_map(self) -> None:
+            if self._prebuilt is None:
+                super()._load_lemma_pos_offset_map()
+                _write_index(
+                    self._index_path,
+                    self._index_key,
+                    self._lemma_pos_offset_map,
+                    self.satellite_offsets,
+                )
+            else:
+                self._lemma_pos_offset_map = self._prebuilt[0]
+            self._prebuilt = None  # the reader owns it now
+
+        def map_wn(self, version: str = "wordnet") -> None:
+            # NLTK's map of every synset to WordNet 3.0 serves only the multilingual (OMW)
+            # data, which this reader never opens (it has no OMW reader).
+            return None
+
+    return PrebuiltIndexReader

@@ -1,8 +1,8 @@
 """``cta setup`` — build every offline artefact the defaults need, once, with progress bars.
 
-Order: WordNet (copied from Debian's files) → reranker vectors (GloVe retrofitted to
-WordNet) → the dense index over the default corpus → the entity schemas' encoder vectors
-(``data/entity-schemas``, for linking tables to them). Each step is skipped when its artefact
+Order: WordNet (copied from Debian's files, its lemma index parsed once) → reranker vectors
+(GloVe retrofitted to WordNet) → the dense index over the default corpus → the entity schemas'
+encoder vectors (``data/entity-schemas``, for linking tables to them). Each step is skipped when its artefact
 already exists (``--force`` rebuilds). The judge is not built here: it ships with the
 repository (``models/judge``, its card and recipe beside it); set-up only checks it loads.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from cta import registry
 from cta.cli._io import error
 from cta.settings import get_settings
-from cta.wordnet import prepare_wordnet
+from cta.wordnet import build_wordnet_index
 from retriever.index import build_corpus_index, build_from_recipe
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
     settings.home.mkdir(parents=True, exist_ok=True)
     print(f"cta setup: artefacts in {settings.home}")
 
-    prepare_wordnet(settings)
+    build_wordnet_index(settings)  # the files, and the parsed index commands read
     print("  wordnet: ready")
 
     vectors = settings.resolved_vectors_path()
