@@ -145,6 +145,28 @@ def test_the_cli_builds_without_the_service_package() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_a_command_imports_its_own_module_alone() -> None:
+    """``cta judge`` must not pay for the libraries of every other command: the parser of a
+    named command registers that command's module only; with none named, all of them."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from cta.cli.main import command_module, main\n"
+        "assert command_module(['-v', 'judge', '--help']) == 'judge'\n"
+        "assert command_module(['worker']) == 'serve'\n"
+        "assert command_module(['--help']) is None and command_module(['nope']) is None\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['judge', '--help'])\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('cta.cli.') and m[8:9] != '_')\n"
+        "assert loaded == ['cta.cli.judge', 'cta.cli.main'], loaded\n"
+        "out = io.StringIO()\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(out):\n"
+        "    main(['--help'])\n"
+        "assert all(c in out.getvalue() for c in ('perturb', 'worker', 'openapi', 'bench'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_a_deferred_comment_covers_its_block_only() -> None:
     lines = [
         "def f():",

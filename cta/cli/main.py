@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import logging
+import sys
 from collections.abc import Sequence
 
 from cta.cli._io import EXIT_USAGE, describe_error, error
@@ -29,11 +30,14 @@ _COMMANDS = (
     "review",
     "bench",
 )
+# Commands registered by a module of another name.
+_MODULE_OF = {"worker": "serve", "openapi": "serve"}
 # Long-running services log at INFO (started, ready, each job) without -v.
 _SERVICES = frozenset({"serve", "worker"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser:
+    """The parser of ``cta``, with the sub-commands of ``modules`` (default: all)."""
     parser = argparse.ArgumentParser(
         prog="cta", description="Adversarial table perturbation (CTA): RPL and ADD columns."
     )
@@ -45,15 +49,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="more detail on stderr: -v INFO logs and library warnings, -vv DEBUG",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _COMMANDS:
+    for name in modules:
         module = importlib.import_module(f"cta.cli.{name}")
         module.register(sub)
     return parser
 
 
+def command_module(argv: Sequence[str]) -> str | None:
+    """The module of the sub-command ``argv`` names (its first word that is not an option),
+    or None when it names none: a command then imports its own module alone, not the
+    libraries of every other command."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    if word is None:
+        return None
+    module = _MODULE_OF.get(word, word)
+    return module if module in _COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    module = command_module(words)
+    parser = build_parser(_COMMANDS if module is None else (module,))
+    args, unknown = parser.parse_known_args(words)
     if unknown and not getattr(args, "passes_unknown_arguments", False):
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.unknown_arguments = unknown  # a command that starts another program passes them on
