@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from cta.table import ColumnType, NamedColumn
+from cta.table import NamedColumn
 from cta.words import name_key
 
 SCHEMAS_FILE = "schemas.jsonl"
@@ -74,20 +74,28 @@ class EntitySchemas:
     def __init__(self, schemas: tuple[EntitySchema, ...], origin: str = "") -> None:
         self.schemas = schemas
         self.origin = origin
-        self._by_entity = {name_key(s.entity): i for i, s in enumerate(schemas)}
-        # header key -> (schema index, column index), every header of every column
+        # Some 120,000 headers, most of them written many times: each spelling keyed once.
+        keys: dict[str, str] = {}
+
+        def key(name: str) -> str:
+            found = keys.get(name)
+            if found is None:
+                found = keys[name] = name_key(name)
+            return found
+
+        self._by_entity = {key(s.entity): i for i, s in enumerate(schemas)}
+        # header key -> (schema index, column index), every header of every column (once per
+        # column, however many of its headers share the key)
         self._headers: dict[str, list[tuple[int, int]]] = {}
         for i, schema in enumerate(schemas):
             for j, column in enumerate(schema.columns):
-                for header in column.headers():
-                    slots = self._headers.setdefault(name_key(header), [])
-                    if (i, j) not in slots:
-                        slots.append((i, j))
+                for header_key in dict.fromkeys(map(key, column.headers())):
+                    self._headers.setdefault(header_key, []).append((i, j))
         # entity-name key -> schema indices (names and other names)
         self._entity_names: dict[str, list[int]] = {}
         for i, schema in enumerate(schemas):
             for name in schema.names():
-                self._entity_names.setdefault(name_key(name), []).append(i)
+                self._entity_names.setdefault(key(name), []).append(i)
 
     def __len__(self) -> int:
         return len(self.schemas)
@@ -138,22 +146,25 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _schema(obj: dict[str, Any], entity: dict[str, Any] | None) -> EntitySchema:
     columns = [
-        SchemaColumn(
-            name=attr["name"],
-            type=ColumnType(attr.get("type", "text")),
-            facet=group["group"],
-            equivalent=tuple(attr.get("equivalent", ())),
-        )
+        {
+            "name": attr["name"],
+            "type": attr.get("type", "text"),
+            "facet": group["group"],
+            "equivalent": tuple(attr.get("equivalent", ())),
+        }
         for group in obj.get("groups", ())
         for attr in group.get("attributes", ())
     ]
     entity = entity or {}
-    return EntitySchema(
-        entity=obj["entity"],
-        domain=obj.get("domain", entity.get("domain", "")),
-        also=tuple(entity.get("also", ())),
-        hint=entity.get("hint", ""),
-        columns=tuple(columns),
+    # One validation of the whole schema, its columns within (not one call per column).
+    return EntitySchema.model_validate(
+        {
+            "entity": obj["entity"],
+            "domain": obj.get("domain", entity.get("domain", "")),
+            "also": tuple(entity.get("also", ())),
+            "hint": entity.get("hint", ""),
+            "columns": tuple(columns),
+        }
     )
 
 
