@@ -6,6 +6,7 @@ import io
 import json
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -363,16 +364,16 @@ def test_judge_is_thread_safe() -> None:
     judge = BidirectionalJudge(fake, cache_size=10)
     pairs = [pair(f"col{i}", f"other{i % 7}") for i in range(40)]
     expected = BidirectionalJudge(CountingModel(), cache_size=0).score(pairs)
-    results: list[list[tuple[float, float]]] = []
+    start = threading.Barrier(6)
 
-    def work() -> None:
-        results.append(judge.score(pairs))
+    def work() -> list[tuple[float, float]]:
+        start.wait(timeout=30)  # all six score at once
+        return judge.score(pairs)
 
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    # .result() raises in this thread what a worker raised in its own: none is lost.
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = [future.result() for future in [pool.submit(work) for _ in range(6)]]
+    assert len(results) == 6 and expected
     assert all(r == expected for r in results)
     assert len(judge._cache) <= 10
 

@@ -129,6 +129,7 @@ def test_added_text_columns_are_left_empty_not_copied_or_invented() -> None:
 def test_add_never_duplicates_a_name() -> None:
     add = {"age": [_d("first name")], "city code": [_d("height"), _d("Height")]}
     samples = sample_perturbations(_table(), _result({}, add), "add", k=4, seed=0)
+    assert samples  # each adds a height column (the only name not already a column)
     for s in samples:
         assert s.unperturbed["age"] == "name_collision"
         assert [n.casefold() for n in s.table.column_names].count("height") == 1
