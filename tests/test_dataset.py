@@ -22,7 +22,8 @@ from cta.formats.spider import load_spider
 from cta.sql.database import SqlColumn, SqlSchema, SqlTable, create_database
 from cta.table import ColumnType
 
-SPIDER = Path("/work/shared/data/spider")
+# ../shared beside the repository
+SPIDER = Path(__file__).resolve().parents[2] / "shared" / "data" / "spider"
 
 # A deterministic proposer: hand-picked RPL / ADD names per natural column name.
 NAMES: dict[str, tuple[list[str], list[str]]] = {

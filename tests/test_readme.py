@@ -5,6 +5,7 @@ exists and, with an ``#anchor``, at a heading of that file."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,17 @@ def test_ci_runs_the_readme_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "bash scripts/test" in readme and "bash scripts/setup" in readme
     assert "bash scripts/test" in ci
+
+
+def test_ci_refuses_to_start_without_shared(tmp_path: Path) -> None:
+    # Without ../shared the data tests would skip: CI stops first, in one line.
+    ci = tmp_path / "clone" / ".ci" / "run"
+    ci.parent.mkdir(parents=True)
+    ci.write_text((ROOT / ".ci" / "run").read_text(encoding="utf-8"), encoding="utf-8")
+    run = subprocess.run(["bash", str(ci)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert run.stdout == "" and len(run.stderr.splitlines()) == 1
+    assert run.stderr.startswith(".ci/run: no ../shared beside ")
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
