@@ -4,6 +4,7 @@ and the committed table (benchmarks/results/service_bad_inputs.md) is current.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +55,31 @@ def test_every_hostile_input_gets_its_answer_on_sqlite(results: dict[str, Any]) 
     _check(results["sqlite"])
 
 
+def _postgres_missing(reason: str) -> None:
+    """Skip without PostgreSQL, unless its URL was given: then the server was promised (CI
+    sets it to the one it starts), and its absence fails."""
+    if os.environ.get(bad_inputs.POSTGRES_ENV):
+        pytest.fail(f"{bad_inputs.POSTGRES_ENV} is set, but {reason}")
+    pytest.skip(reason)
+
+
 @pytest.mark.postgres
 def test_every_hostile_input_gets_its_answer_on_postgres(results: dict[str, Any]) -> None:
     if isinstance(results["postgres"], str):
-        pytest.skip(results["postgres"])
+        _postgres_missing(results["postgres"])
     _check(results["postgres"])
     # Same answers, word for word, whichever store holds the jobs.
     same = [(o.status, o.problem, o.message) for o in results["sqlite"]]
     assert [(o.status, o.problem, o.message) for o in results["postgres"]] == same
+
+
+def test_a_postgres_url_given_makes_its_absence_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(bad_inputs.POSTGRES_ENV, bad_inputs.POSTGRES_DEFAULT)
+    with pytest.raises(pytest.fail.Exception, match="is set, but PostgreSQL .* is unreachable"):
+        _postgres_missing(f"PostgreSQL at {bad_inputs.POSTGRES_DEFAULT} is unreachable")
+    monkeypatch.delenv(bad_inputs.POSTGRES_ENV)
+    with pytest.raises(pytest.skip.Exception, match="unreachable"):
+        _postgres_missing("PostgreSQL is unreachable")
 
 
 def test_the_committed_table_is_current(results: dict[str, Any]) -> None:

@@ -1,5 +1,8 @@
 """docker/: the compose stack is complete and valid, the images follow the README's steps, and
-(marked ``docker``, where a Docker daemon can be had) the stack builds and runs for real."""
+(marked ``docker``, where a Docker daemon can be had) the stack builds and runs for real.
+
+Without a Docker daemon or Compose those tests skip, saying why; with
+``CTA_TEST_DOCKER=required`` (a machine that has them) their absence fails instead."""
 
 from __future__ import annotations
 
@@ -14,6 +17,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 DOCKER = REPO / "docker"
+
+
+def _missing(reason: str) -> None:
+    """Skip for want of Docker, or fail where ``CTA_TEST_DOCKER=required`` promised it."""
+    if os.environ.get("CTA_TEST_DOCKER") == "required":
+        pytest.fail(f"CTA_TEST_DOCKER=required, but {reason}")
+    pytest.skip(reason)
 
 
 def _run_steps(dockerfile: Path) -> str:
@@ -78,7 +88,7 @@ def test_docker_compose_config_validates() -> None:
     ):
         cmd = ["docker", "compose"]
     else:
-        pytest.skip(
+        _missing(
             "neither `docker compose` nor `docker-compose` is installed (apt-get install docker-compose)"
         )
     run = subprocess.run(
@@ -103,7 +113,7 @@ def test_compose_smoke_builds_and_runs_the_stack() -> None:
         timeout=120,
     )
     if daemon.returncode != 0:
-        pytest.skip(daemon.stderr.strip() or "no Docker daemon")
+        _missing(daemon.stderr.strip() or "no Docker daemon")
     run = subprocess.run(
         ["bash", str(REPO / "scripts" / "compose-smoke")],
         capture_output=True,
@@ -123,3 +133,12 @@ def test_compose_smoke_builds_and_runs_the_stack() -> None:
     ):
         assert any(line.startswith("ok") and step in line for line in lines), step
     assert lines[-1].startswith("ok   smoke passed")
+
+
+def test_required_docker_fails_where_it_would_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTA_TEST_DOCKER", "required")
+    with pytest.raises(pytest.fail.Exception, match="CTA_TEST_DOCKER=required, but no daemon"):
+        _missing("no daemon")
+    monkeypatch.delenv("CTA_TEST_DOCKER")
+    with pytest.raises(pytest.skip.Exception, match="no daemon"):
+        _missing("no daemon")
