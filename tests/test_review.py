@@ -501,3 +501,53 @@ def test_nearest_thresholds_first_orders_names_by_their_distance_to_the_rule(
         url = f"/review/jobs/{job_id}?order=margin"
         margin = re.findall(pattern, client.get(url, headers=ONE).text)
         assert table == ["rpl", "add"] * 6 and margin == ["add", "rpl"] * 6
+
+
+@pytest.mark.slow
+def test_the_page_shows_a_real_pipeline_s_add_names_in_association_order(
+    tmp_path: Path, tiny_pipeline: object
+) -> None:
+    """A job run by the real (tiny) pipeline with the association rule on: each column's ADD
+    names are listed in the order the pipeline ranked them — the linked schema's names first,
+    then by association — each with its association score."""
+    import dataclasses
+
+    from fastapi.testclient import TestClient
+    from service_fakes import wait_until
+    from test_pipeline import BOOKS
+
+    from cta.pipeline import Pipeline
+    from cta.results import PerturbOptions
+    from cta.table import Table
+    from service.app import create_app
+
+    assert isinstance(tiny_pipeline, Pipeline)
+    settings = tiny_pipeline.settings.model_copy(update={"add_association": 0.0})
+    pipeline = dataclasses.replace(tiny_pipeline, settings=settings)
+    [expected] = pipeline.perturb_many([Table.parse(BOOKS)], PerturbOptions())
+    ranked = {c.column: c.add for c in expected.columns}
+    assert sum(map(len, ranked.values())) > 1, "no ADD order to show"
+
+    app = create_app(_settings(tmp_path), lambda _: pipeline, inprocess_workers=1)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        wait_until(lambda: client.get("/readyz").status_code == 200, what="readiness")
+        job_id = done_job(client, {"kind": "tables", "tables": [BOOKS]}, ONE)
+        page = client.get(f"/review/jobs/{job_id}", headers=ONE)
+    assert page.status_code == 200, page.text
+    shown: dict[str, list[tuple[str, str]]] = {}
+    for section in re.findall(r'<section class="column".*?</section>', page.text, flags=re.S):
+        target = html.unescape(re.search(r'data-target="([^"]*)"', section).group(1))  # type: ignore[union-attr]
+        shown[target] = [
+            (html.unescape(name), assoc)
+            for name, assoc in re.findall(
+                r'data-kind="add" data-name="([^"]*)".*?assoc ([0-9.]+)</span>', section, re.S
+            )
+        ]
+    for column, decisions in ranked.items():
+        # the page's order and scores are the pipeline's, name for name
+        assert shown.get(column, []) == [(d.name, f"{d.association:.2f}") for d in decisions]
+        # the pipeline's order: schema names first, then (within the rest) most associated
+        rest = [d.association for d in decisions if d.source != "entity-schema"]
+        assert rest == sorted(rest, reverse=True)  # type: ignore[type-var]
+        sources = [d.source == "entity-schema" for d in decisions]
+        assert sources == sorted(sources, reverse=True)
