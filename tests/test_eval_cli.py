@@ -38,11 +38,12 @@ def test_probe_json_carries_linking_recall(
 ) -> None:
     assert main(["eval", str(perturbed), "--model", "lexical-probe", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
+    assert len(report["sets"]) == 4
     for s in report["sets"]:
         assert s["pre"]["ex"] is None and isinstance(s["pre"]["linking_recall"], float)
         assert isinstance(s["post"]["linking_recall"], float)
     rpl = [s for s in report["sets"] if s["kind"] == "rpl"]
-    assert all(s["post"]["linking_recall"] < s["pre"]["linking_recall"] for s in rpl)
+    assert len(rpl) == 2 and all(s["post"]["linking_recall"] < s["pre"]["linking_recall"] for s in rpl)
 
 
 def test_out_writes_report_plot_and_test_suite_files(
