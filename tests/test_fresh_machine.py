@@ -42,6 +42,11 @@ def test_structural_families_need_no_index_vectors_or_judge(tmp_path: Path) -> N
     cmd[cmd.index("--kind") + 1] = "rpl"
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    # (after the run's own progress lines) one error line: what is missing, how to make it
+    said = proc.stderr.strip().splitlines()
+    errors = [line for line in said if line.startswith("cta: error:")]
+    assert errors == said[-1:], proc.stderr[-2000:]
+    assert "no table index at" in errors[0] and "run `cta setup`" in errors[0]
 
 
 def test_perturb_batch_records_a_bad_line_and_goes_on(
