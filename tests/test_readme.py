@@ -93,6 +93,8 @@ def test_ci_runs_the_readme_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "bash scripts/test" in readme and "bash scripts/setup" in readme
     assert "bash scripts/test" in ci
+    # what CI promises to run fails there rather than skip
+    assert "export CTA_TEST_BROWSER=required" in ci and "export CTA_TEST_DOCKER=required" in ci
 
 
 def test_ci_refuses_to_start_without_shared(tmp_path: Path) -> None:
