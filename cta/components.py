@@ -89,6 +89,11 @@ class EntityLinker(Protocol):
         ``film title`` in a table of books), so that it cannot belong to the table."""
         ...
 
+    def belongs_elsewhere(self, link: TableLink, name: str) -> bool:
+        """Whether ``name`` is a column only tables of other domains than the linked one's
+        have (``laps`` in a table of trains), so that it is no new column of the table."""
+        ...
+
 
 class ColumnContext(NamedColumn):
     """A target column (its name and type) in its table: what a candidate source may look at

@@ -543,13 +543,17 @@ class Pipeline:
         min_shared = self.settings.add_min_shared_columns
         linker = self.linker if link.schema_ is not None else None
 
-        def fits(cand: Candidate) -> bool:
-            """A name of another kind of row than the linked one does not belong (the linked
-            schema's own names always do)."""
+        def fits(cand: Candidate, new_column: bool = False) -> bool:
+            """A name of another kind of row than the linked one does not belong, nor, as a new
+            column, one that only tables of other domains have (the linked schema's own names
+            always belong)."""
             return (
                 linker is None
                 or cand.source == _SCHEMA_SOURCE
-                or not linker.contradicts(link, cand.name)
+                or not (
+                    linker.contradicts(link, cand.name)
+                    or (new_column and linker.belongs_elsewhere(link, cand.name))
+                )
             )
 
         for col in report.columns:
@@ -559,7 +563,7 @@ class Pipeline:
                 c
                 for c in _union(col.associated, col.retrieved)
                 if name_key(c.name) not in own
-                and fits(c)
+                and fits(c, new_column=True)
                 and add_name_problem(c.name, c.source == "retriever", names, entity) is None
                 and is_new_column(c.name, names, entity, same_meaning)
                 and (c.shared_columns is None or c.shared_columns >= min_shared)

@@ -23,7 +23,6 @@ deterministic) and, optionally, up to 10 of the table's questions.
 from __future__ import annotations
 
 import functools
-
 import os
 from collections.abc import Sequence
 from pathlib import Path

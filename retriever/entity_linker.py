@@ -256,6 +256,16 @@ class EntitySchemaLinker:
                 )
         return {c.name: out[c.name] for c in table.columns if c.name in out}
 
+    def belongs_elsewhere(self, link: TableLink, name: str) -> bool:
+        """Whether ``name`` is a header that only schemas of other domains than the linked
+        one's hold (``laps``, ``opponent`` in a table of trains): no new column of this table."""
+        schema = link.schema_
+        if schema is None:
+            return False
+        key = name_key(name)
+        domains = {self.schemas[s].domain for s, _ in self.schemas.columns_with_header(key)}
+        return bool(domains) and schema.domain not in domains
+
     def contradicts(self, link: TableLink, name: str) -> bool:
         """Whether ``name`` names another kind of row than the linked one: some run of its
         words is the name of another entity, which neither the linked entity's names nor its

@@ -260,6 +260,14 @@ def test_a_name_of_another_kind_of_row_contradicts_the_link(linker: EntitySchema
     assert not linker.contradicts(link, "book title")  # the linked entity's own name
     assert not linker.contradicts(link, "novel")  # one of its other names
     assert not linker.contradicts(link, "work title")  # names no entity
+    # a header only schemas of other domains hold (sports, film), not one the book domain
+    # holds, nor one no schema holds: no new column of a table of books
+    assert linker.belongs_elsewhere(link, "assists") and linker.belongs_elsewhere(
+        link, "directed by"
+    )
+    assert not linker.belongs_elsewhere(link, "translated by")
+    assert not linker.belongs_elsewhere(link, "shelf")
+    assert not linker.belongs_elsewhere(TableLink(), "assists")
     assert not linker.contradicts(TableLink(), "film title")  # no link, no contradiction
 
 

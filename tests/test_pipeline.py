@@ -234,8 +234,8 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
     entity = report.primary_entity or ""
     own = {name_key(n) for n in table.column_names}
 
-    def another_kind_of_row(cand: Candidate) -> bool:
-        return _another_kind_of_row(pipeline, table, entity, cand)
+    def another_kind_of_row(cand: Candidate, new_column: bool = False) -> bool:
+        return _another_kind_of_row(pipeline, table, entity, cand, new_column)
 
     out = {}
     for col, pool in zip(table.columns, report.columns, strict=True):
@@ -249,7 +249,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
         for cand in _first_of_each_name([*pool.associated, *pool.retrieved]):
             if (
                 name_key(cand.name) in own
-                or another_kind_of_row(cand)
+                or another_kind_of_row(cand, new_column=True)
                 or not is_new_column(cand.name, table.column_names, entity, pipeline.same_meaning)
             ):
                 continue
@@ -325,13 +325,16 @@ def test_add_check_in_waves_reaches_the_same_decisions_with_fewer_pairs(
             assert counts[True] < counts[False], counts
 
 
-def _another_kind_of_row(pipeline: Pipeline, table: Table, entity: str, cand: Candidate) -> bool:
-    """A name of another row entity than the table's linked one (the schema's own names never
-    are): the pipeline drops it."""
-    return (
-        pipeline.linker is not None
-        and cand.source != "entity-schema"
-        and pipeline.linker.contradicts(pipeline.link(table, entity), cand.name)
+def _another_kind_of_row(
+    pipeline: Pipeline, table: Table, entity: str, cand: Candidate, new_column: bool = False
+) -> bool:
+    """A name of another row entity than the table's linked one, or as a new column one only
+    other domains' tables have (the schema's own names never are): the pipeline drops it."""
+    if pipeline.linker is None or cand.source == "entity-schema":
+        return False
+    link = pipeline.link(table, entity)
+    return pipeline.linker.contradicts(link, cand.name) or (
+        new_column and pipeline.linker.belongs_elsewhere(link, cand.name)
     )
 
 
@@ -355,7 +358,7 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
         new = {
             name_key(c.name)
             for c in [*pool.associated, *pool.retrieved]
-            if not _another_kind_of_row(tiny_pipeline, table, entity, c)
+            if not _another_kind_of_row(tiny_pipeline, table, entity, c, new_column=True)
             and is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
             and _supported(c, tiny_pipeline.settings)
         }
