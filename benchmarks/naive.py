@@ -3,8 +3,9 @@
 Same stages, components and rules as :class:`cta.pipeline.Pipeline`: the primary entity, the
 table's entity link, the product's candidate pools (retriever and reranker, dictionary,
 candidate sources), the names of another kind of row than the linked one dropped
-(``linker.contradicts``; the linked schema's own names kept), the lexical ADD guards and the
-domain support of retrieved names, the same NLI checkpoint and :class:`DecisionRule` — with
+(``linker.contradicts``) and, as new columns, the headers only other domains have
+(``linker.belongs_elsewhere``) — the linked schema's own names kept —, the lexical ADD guards
+and the domain support of retrieved names, the same NLI checkpoint and :class:`DecisionRule` — with
 the association rule, each target keeps its ``add_top_k`` associated candidates by rank group,
 then association, then name, before the check against every column. It is written the obvious
 way: the judge is a ``transformers`` text-classification pipeline called one pair at a time,
@@ -132,10 +133,13 @@ class NaivePipeline:
         same_meaning = self.pipeline.same_meaning
         linker = self.pipeline.linker if link.schema_ is not None else None
 
-        def belongs(cand: Candidate) -> bool:
-            """Not a name of another kind of row than the linked one."""
+        def belongs(cand: Candidate, new_column: bool = False) -> bool:
+            """Not a name of another kind of row than the linked one, nor, as a new column, a
+            header only other domains' tables have."""
             if linker is None or cand.source == SCHEMA_SOURCE:
                 return True
+            if new_column and linker.belongs_elsewhere(link, cand.name):
+                return False
             return not linker.contradicts(link, cand.name)
 
         def text(name: str, type_: str) -> str:
@@ -153,7 +157,7 @@ class NaivePipeline:
             add_cands = [
                 c
                 for c in _union(pool.associated, pool.retrieved, own=own)
-                if belongs(c)
+                if belongs(c, new_column=True)
                 and add_name_problem(c.name, c.source == "retriever", names, entity) is None
                 and is_new_column(c.name, names, entity, same_meaning)
                 # domain support: a retrieved name from a table of the query's domain only
