@@ -204,6 +204,38 @@ def test_two_reviewers_on_one_job_see_each_others_votes_and_renames(tmp_path: Pa
         assert page.status_code == 200 and "1 stale" in page.text
 
 
+def _progress(page: str) -> str:
+    """The page's progress section as text: where it says who is reviewing."""
+    found = re.search(r'<section class="progress".*?</section>', page, re.S)
+    assert found is not None, page
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", found.group(0)))
+
+
+def test_the_page_says_who_reviews_with_keys_and_says_there_is_no_key_without(
+    tmp_path: Path,
+) -> None:
+    with running_app(_settings(tmp_path / "keys"), workers=1) as (client, _):
+        job_id = done_job(client, {"kind": "tables", "tables": [wtq_like_table(0)]}, ONE)
+        assert "Reviewing as this key" in _progress(
+            client.get(f"/review/jobs/{job_id}", headers=ONE).text
+        )
+        named = client.get(f"/review/jobs/{job_id}", headers={**ONE, "X-CTA-Reviewer": "dana"})
+        assert "Reviewing as dana" in _progress(named.text)
+    with running_app(_settings(tmp_path / "open", api_keys=[]), workers=1) as (client, _):
+        job_id = done_job(client, {"kind": "tables", "tables": [wtq_like_table(0)]}, {})
+        said = _progress(client.get(f"/review/jobs/{job_id}").text)
+        assert "key" in said and "this key" not in said and "Reviewing as" not in said
+        assert (
+            "no API keys" in said
+            and "recorded as local" in said
+            and "without a reviewer identity" in said
+        )
+        named = _progress(
+            client.get(f"/review/jobs/{job_id}", headers={"X-CTA-Reviewer": "dana"}).text
+        )
+        assert "Reviewing as dana" in named and "no API keys" in named and "this key" not in named
+
+
 def test_other_keys_jobs_unknown_jobs_and_bad_input_are_clear_4xx(client: TestClient) -> None:
     job_id = done_job(client, {"kind": "tables", "tables": [wtq_like_table(0)]}, ONE)
     item = items(client, job_id, ONE)[0]
