@@ -390,3 +390,77 @@ def test_with_entity_schemas_none_nothing_is_linked(tiny_settings: Settings) -> 
 def test_an_unknown_linker_is_refused_by_name(tiny_settings: Settings) -> None:
     with pytest.raises(registry.UnknownComponentError, match="CTA_ENTITY_LINKER"):
         Pipeline.from_settings(tiny_settings.model_copy(update={"entity_linker": "nope"}))
+
+
+# -- training (a recipe knob, off by default) ---------------------------------------------
+def test_schema_pairs_teach_equivalents_and_facet_neighbours(schema_file: Path) -> None:
+    from cta.training.schemas import schema_examples
+    from cta.training.settings import TrainingSettings
+
+    assert TrainingSettings().judge_train_entity_schemas is None  # off unless a recipe names it
+    schemas = read_entity_schemas(schema_file)
+    examples = schema_examples(schemas, 1000, "three-way", seed=0)
+    pairs = {(e.entity, e.premise, e.hypothesis): (e.label, e.relation) for e in examples}
+    assert pairs[("book", "author", "writer")] == ("entailment", "schema-equivalent")
+    assert pairs[("book", "writer", "author")] == ("entailment", "schema-equivalent")  # both ways
+    assert pairs[("book", "author", "translator")] == ("neutral", "schema-associated")
+    assert pairs[("football player", "goals", "assists")] == ("neutral", "schema-associated")
+    # columns of different facets are not taught as associated
+    assert ("book", "author", "isbn") not in pairs and ("book", "isbn", "author") not in pairs
+    # deterministic in the seed, capped per relation
+    assert schema_examples(schemas, 1000, "three-way", seed=0) == examples
+    capped = schema_examples(schemas, 2, "three-way", seed=0)
+    assert len(capped) == 2 * 2 * 2
+
+
+def test_a_header_another_column_could_take_is_not_taught_as_equivalent(tmp_path: Path) -> None:
+    from cta.training.schemas import schema_examples
+
+    (tmp_path / "schemas.jsonl").write_text(
+        json.dumps(
+            {
+                "entity": "person",
+                "domain": "people-organizations",
+                "groups": [
+                    {
+                        "group": "life",
+                        "attributes": [
+                            {"name": "birth date", "type": "time", "equivalent": ["date", "born"]},
+                            {"name": "death date", "type": "time", "equivalent": ["died"]},
+                        ],
+                    }
+                ],
+            }
+        )
+        + "\n"
+    )
+    examples = schema_examples(read_entity_schemas(tmp_path), 100, "three-way")
+    taught = {(e.premise, e.hypothesis) for e in examples if e.relation == "schema-equivalent"}
+    assert ("birth date", "born") in taught
+    assert ("birth date", "date") not in taught  # 'date' is a word of 'death date'
+
+
+def test_the_knob_adds_schema_pairs_to_the_training_rows_and_hashes_the_file(
+    tiny_settings: Settings, schema_file: Path, tmp_path: Path
+) -> None:
+    from conftest import write_tiny_corpus
+
+    from cta.training.recipe import source_hashes
+    from cta.training.settings import TrainingSettings
+    from cta.training.train import build_training_data
+
+    corpus = write_tiny_corpus(tmp_path / "corpus")
+    base = TrainingSettings(
+        home=tiny_settings.home,
+        judge_train_annotations=False,
+        judge_train_corpora=[f"csv-dir:{corpus}"],
+    )
+    without = build_training_data(base, max_examples=60)
+    with_schemas = build_training_data(
+        base.model_copy(update={"judge_train_entity_schemas": str(schema_file)}), max_examples=60
+    )
+    relations = {e.relation for e in [*with_schemas.training, *with_schemas.validation]}
+    assert {"schema-equivalent", "schema-associated"} <= relations
+    assert not {e.relation for e in without.training} & {"schema-equivalent", "schema-associated"}
+    hashes = source_hashes(base.model_copy(update={"judge_train_entity_schemas": str(schema_file)}))
+    assert f"entity-schemas:{schema_file}" in hashes

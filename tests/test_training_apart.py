@@ -56,7 +56,7 @@ def test_training_settings_are_apart_from_the_serving_ones(monkeypatch: pytest.M
     from service.settings import ServiceSettings
 
     training = [n for n in TrainingSettings.model_fields if n.startswith("judge_train_")]
-    assert len(training) == 19 and set(training) < set(TRAINING_FIELDS)
+    assert len(training) == 21 and set(training) < set(TRAINING_FIELDS)
     assert "judge_base_model" in TRAINING_FIELDS
     for serving in (Settings, ServiceSettings):
         assert not set(TRAINING_FIELDS) & set(serving.model_fields), serving

@@ -103,6 +103,9 @@ def source_hashes(settings: TrainingSettings) -> dict[str, str]:
     if settings.judge_train_abbreviations:
         path = Path(settings.judge_train_abbreviations)
         hashes[f"abbreviations:{path}"] = file_sha256(path)
+    if settings.judge_train_entity_schemas:
+        path = Path(settings.judge_train_entity_schemas)
+        hashes[f"entity-schemas:{path}"] = file_sha256(path)
     for question_file in settings.judge_train_question_synonyms:
         path = Path(question_file)
         hashes[f"questions:{question_file}"] = file_sha256(path)

@@ -40,6 +40,14 @@ class TrainingSettings(Settings):
         description="JSON file {full word: [short forms]} the abbreviation pairs are drawn from "
         "(a recipe's pinned list); unset: the product's table, cta.words.ABBREVIATIONS",
     )
+    judge_train_entity_schemas: str | None = Field(
+        default=None,
+        description="Entity-schema file (schemas.jsonl) whose same-entity equivalents (entailment) "
+        "and facet neighbours (associated) join the training; unset: not used",
+    )
+    judge_train_entity_schema_pairs: int = Field(
+        default=20_000, ge=0, description="Entity-schema pairs of each relation (both directions)"
+    )
     judge_train_examples: int = Field(
         default=60_000, ge=1, description="Lexical supervised pairs (WordNet, real tables)"
     )

@@ -111,13 +111,16 @@ ASSOCIATED_RELATIONS = frozenset(
         "annotated-associated",
         "annotated-co-occurring",
         "thesaurus-associated",
+        "schema-associated",
     }
 )
 
 
 # Under ``three-way-human``, only what a person judged associated is neutral: co-occurring in
 # some real table is not enough (annotators call many such pairs "neither": week / month).
-HUMAN_ASSOCIATED_RELATIONS = frozenset({"annotated-associated", "thesaurus-associated"})
+HUMAN_ASSOCIATED_RELATIONS = frozenset(
+    {"annotated-associated", "thesaurus-associated", "schema-associated"}
+)
 
 
 def scheme_label(label: Label, relation: str, scheme: LabelScheme) -> Label:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cta.annotations import load_annotated_tables, load_thesaurus
+from cta.entity_schemas import load_entity_schemas
 from cta.training.annotated import (
     AnnotationRecipe,
     annotated_text_labels,
@@ -36,6 +37,7 @@ from cta.training.fit import (
     resolve_precision,
 )
 from cta.training.recipe import load_abbreviations
+from cta.training.schemas import schema_examples
 from cta.training.settings import TrainingSettings
 from cta.training.supervision import (
     LABELS,
@@ -129,6 +131,13 @@ def build_training_data(
         question_pairs=question_pairs,
         scheme=scheme,
     )
+    if settings.judge_train_entity_schemas:
+        annotated += schema_examples(
+            load_entity_schemas(Path(settings.judge_train_entity_schemas)),
+            settings.judge_train_entity_schema_pairs,
+            scheme,
+            seed=seed,
+        )
     human = annotated_text_labels(annotated)
     lexical = [e for e in supervision.examples if _agrees(e, human)]
     overruled = len(supervision.examples) - len(lexical)
