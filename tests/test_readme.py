@@ -132,3 +132,26 @@ def test_the_link_check_catches_a_broken_link(tmp_path: Path) -> None:
         "other.md#nothing: no heading #nothing in other.md",
         "img/none.png: no such file",
     ]
+
+
+#: Words that narrate the project's own development, not the product: a milestone or an issue
+#: by number ("stop 34", "issue 24", "stops 30–33").
+HISTORY = re.compile(r"\b(stop|issue|milestone)s?\s+#?\d+", re.IGNORECASE)
+
+
+def history_words(text: str) -> list[str]:
+    return [m.group(0) for m in HISTORY.finditer(text)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_docs_speak_of_the_product_not_its_history(page: Path) -> None:
+    assert history_words(page.read_text(encoding="utf-8")) == []
+
+
+def test_the_history_check_catches_a_milestone() -> None:
+    assert history_words("Last measured (stop 34) … the bar of Issue 15 … issue #7") == [
+        "stop 34",
+        "Issue 15",
+        "issue #7",
+    ]
+    assert history_words("a stop-word list; issues are welcome; 34 stops") == []
