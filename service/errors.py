@@ -1,9 +1,15 @@
 """Every error answers with a :class:`~service.schemas.Problem`; only genuine faults are 500s.
 
 Bad input maps to 4xx with a code naming the problem: invalid tables (``InvalidTableError``
-→ 422 with its own code), request validation (422, with the field path), limits (413/422
-naming the setting), unknown routes and jobs (404), auth (401), overload (429 with
-``Retry-After``) and a pipeline not loaded yet (503 with ``Retry-After``).
+→ 422 with its own code), request validation (422), limits (413/422 naming the setting),
+unknown routes and jobs (404), auth (401), overload (429 with ``Retry-After``) and a pipeline
+not loaded yet (503 with ``Retry-After``).
+
+Every 422 names where the problem is in one form, :func:`location`: the part of the request
+(``body``, ``query``, ``path``, ``header`` or ``cookie``) and then, dot-joined, the keys and
+list indices that lead to it (``body.table.rows.0.1``, ``body.pairs.0.entity``,
+``query.limit``; ``body`` alone for the body as a whole). It is the answer's ``location`` and
+the start of its ``message``.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from starlette.routing import Match
 from cta.table import InvalidTableError
 from service.batching import Overloaded
 from service.host import PipelineNotReady
-from service.schemas import Problem
+from service.schemas import UNION_TAG, Problem
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +52,26 @@ class ServiceProblem(Exception):
         problem: str,
         message: str,
         headers: dict[str, str] | None = None,
+        location: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.problem = problem
         self.message = message
         self.headers = headers
+        self.location = location
+
+
+def location(part: str, *path: str | int) -> str:
+    """Where in a request a problem is: ``part`` (``body``, ``query``, ``path``, ``header``,
+    ``cookie``) and the keys and list indices that lead to it, dot-joined
+    (``body.table.rows.0.1``)."""
+    return ".".join([part, *(str(p) for p in path)])
+
+
+def invalid(where: str, problem: str, message: str) -> ServiceProblem:
+    """A 422 at ``where`` (a :func:`location`)."""
+    return ServiceProblem(422, problem, message, location=where)
 
 
 def problem_response(
@@ -60,16 +80,22 @@ def problem_response(
     message: str,
     headers: dict[str, str] | None = None,
     errors: list[dict[str, Any]] | None = None,
+    location: str | None = None,
 ) -> JSONResponse:
-    """A JSON :class:`Problem` response."""
-    body = Problem(problem=problem, message=message, errors=errors)
+    """A JSON :class:`Problem` response; with ``location``, the message starts with it."""
+    if location is not None:
+        message = f"{location}: {message}"
+    body = Problem(problem=problem, message=message, location=location, errors=errors)
     return JSONResponse(
         body.model_dump(mode="json", exclude_none=True), status_code=status_code, headers=headers
     )
 
 
 def _location(loc: Sequence[Any]) -> str:
-    return ".".join(str(p) for p in loc) or "request"
+    """A validation error's ``loc`` as a :func:`location`, without the tags of the unions it
+    went through (``("body", "kind=tables", "tables", 0)`` is ``body.tables.0``)."""
+    parts = [p for p in loc if not (isinstance(p, str) and p.startswith(UNION_TAG))]
+    return location(*parts) if parts else "body"
 
 
 _METHODS = ("DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT")
@@ -93,11 +119,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ServiceProblem)
     async def _service_problem(_: Request, exc: ServiceProblem) -> JSONResponse:
-        return problem_response(exc.status_code, exc.problem, exc.message, exc.headers)
+        return problem_response(
+            exc.status_code, exc.problem, exc.message, exc.headers, location=exc.location
+        )
 
     @app.exception_handler(InvalidTableError)
     async def _invalid_table(_: Request, exc: InvalidTableError) -> JSONResponse:
-        return problem_response(422, exc.problem, exc.message)
+        # Routes that know where a table sits raise ``invalid`` instead; this is the body.
+        return problem_response(422, exc.problem, exc.message, location="body")
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -106,23 +135,35 @@ def install_error_handlers(app: FastAPI) -> None:
             inner = (err.get("ctx") or {}).get("error")
             if isinstance(inner, InvalidTableError):
                 where = _location(err.get("loc", ()))
-                return problem_response(422, inner.problem, f"{where}: {inner.message}")
+                return problem_response(422, inner.problem, inner.message, location=where)
         first: dict[str, Any] = errors[0] if errors else {"loc": (), "msg": "invalid", "type": ""}
         if first.get("type") == "json_invalid":
             where = first.get("loc", ())[-1]
             detail = (first.get("ctx") or {}).get("error", "invalid JSON")
             return problem_response(
-                422, "malformed_json", f"malformed JSON at character {where}: {detail}"
+                422,
+                "malformed_json",
+                f"malformed JSON at character {where}: {detail}",
+                location="body",
             )
-        problem = "invalid_request"
-        message = f"{_location(first.get('loc', ()))}: {first.get('msg', 'invalid')}"
+        message = str(first.get("msg", "invalid"))
         if len(errors) > 1:
             message += f" (and {len(errors) - 1} more)"
         slim = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            {
+                "location": _location(e.get("loc", ())),
+                "msg": e.get("msg", ""),
+                "type": e.get("type", ""),
+            }
             for e in errors[:20]
         ]
-        return problem_response(422, problem, message, errors=jsonable_encoder(slim))
+        return problem_response(
+            422,
+            "invalid_request",
+            message,
+            errors=jsonable_encoder(slim),
+            location=_location(first.get("loc", ())),
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

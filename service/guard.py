@@ -12,9 +12,10 @@ One pure-ASGI middleware, outermost of the app's own, so its rules hold for ever
   :data:`MAX_DEPTH` → 400 ``too_deep``; ``NaN``/``Infinity`` → 422 ``non_finite_number``
   (JSON has no such numbers, and they would silently come back as ``null``), nor numbers
   that overflow to them (``1e400``); a number over 100 characters → 422 ``number_too_long``;
-  a string or key
-  with a lone surrogate, NUL or control character → 422 ``invalid_text`` naming its path
-  (:mod:`cta.text`). Syntax errors are left to the route's own 422 ``malformed_json``;
+  a string or key with a lone surrogate, NUL or control character → 422 ``invalid_text``
+  (:mod:`cta.text`). Each of these 422s names the value's location (``body.table.rows.0.1``,
+  as :func:`service.errors.location` writes it). Syntax errors are left to the route's own
+  422 ``malformed_json``;
 * **faults**: an exception no handler mapped becomes a 500 Problem sent by the guard itself,
   so the server sees a finished response and keeps the connection alive (Starlette's error
   middleware re-raises, after which uvicorn drops the connection and the client's next
@@ -31,7 +32,7 @@ from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cta.text import find_bad_text, text_problem
+from cta.text import escape, find_bad_text, text_problem
 from service.errors import problem_response
 
 log = logging.getLogger(__name__)
@@ -44,37 +45,55 @@ _JSON_TYPES = ("application/json",)
 MAX_NUMBER_DIGITS = 100  # longer numbers are no seed, count or cell anyone means
 
 
-class _BadNumber(ValueError):
+class _BadNumber:
+    """A number the API refuses, left in place of its value while parsing, so that the
+    refusal can name the path it sits at."""
+
+    __slots__ = ("message", "problem")
+
     def __init__(self, problem: str, message: str) -> None:
-        super().__init__(message)
         self.problem = problem
         self.message = message
 
 
 def _reject_constant(constant: str) -> Any:
-    raise _BadNumber(
+    return _BadNumber(
         "non_finite_number", f"{constant} is not a JSON number; send a finite number or null"
     )
 
 
-def _parse_float(text: str) -> float:
+def _parse_float(text: str) -> float | _BadNumber:
     if len(text) > MAX_NUMBER_DIGITS:
-        raise _BadNumber("number_too_long", f"a number of {len(text)} characters")
+        return _BadNumber("number_too_long", f"a number of {len(text)} characters")
     value = float(text)
     if not math.isfinite(value):
-        raise _BadNumber(
+        return _BadNumber(
             "non_finite_number", f"{text} overflows to infinity; send a finite number or null"
         )
     return value
 
 
-def _parse_int(text: str) -> int:
+def _parse_int(text: str) -> int | _BadNumber:
     if len(text) > MAX_NUMBER_DIGITS:
-        raise _BadNumber(
+        return _BadNumber(
             "number_too_long",
             f"an integer of {len(text)} digits (at most {MAX_NUMBER_DIGITS} are read)",
         )
     return int(text)
+
+
+def _first_bad_number(value: Any) -> tuple[str, _BadNumber] | None:
+    """The location and refusal of the first refused number in ``value`` (document order)."""
+    stack: list[tuple[str, Any]] = [("body", value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, _BadNumber):
+            return where, node
+        if isinstance(node, dict):
+            stack.extend((f"{where}.{escape(k)}", v) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((f"{where}.{i}", node[i]) for i in range(len(node) - 1, -1, -1))
+    return None
 
 
 class RequestGuard:
@@ -184,18 +203,20 @@ class RequestGuard:
                 parse_float=_parse_float,
                 parse_int=_parse_int,
             )
-        except _BadNumber as exc:
-            return problem_response(422, exc.problem, exc.message)
         except RecursionError:
             return _too_deep()
         except ValueError:
             return None  # a syntax error: the route answers 422 malformed_json with its place
+        number = _first_bad_number(value)
+        if number is not None:
+            where, bad = number
+            return problem_response(422, bad.problem, bad.message, location=where)
         if _depth_over(value, MAX_DEPTH):
             return _too_deep()
-        found = find_bad_text(value)
+        found = find_bad_text(value, "body")
         if found is not None:
             where, problem = found
-            return problem_response(422, "invalid_text", f"{where}: {problem}")
+            return problem_response(422, "invalid_text", problem, location=where)
         return None
 
     def _too_large(self) -> Any:

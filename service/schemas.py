@@ -66,9 +66,18 @@ class Problem(BaseModel):
     """Every error response: a short machine-readable code and a message naming the problem."""
 
     problem: str = Field(description="Short code, e.g. `unknown_column`, `max_rows`, `not_found`")
-    message: str
+    message: str = Field(description="What is wrong; on a 422 it starts with `location: `")
+    location: str | None = Field(
+        default=None,
+        description="On every 422, where the problem is: `body`, `query`, `path`, `header` or "
+        "`cookie`, then the keys and list indices that lead to it, dot-joined "
+        "(`body.table.rows.0.1`, `body.pairs.0.entity`, `query.limit`; `body` alone for the "
+        "body as a whole)",
+    )
     errors: list[dict[str, Any]] | None = Field(
-        default=None, description="Field-level validation errors, when there are several"
+        default=None,
+        description="Field-level validation errors (`location` in the same form, `msg`, "
+        "`type`), when the request is invalid",
     )
 
 
@@ -232,17 +241,22 @@ class EvalJobCreate(BaseModel):
         return self
 
 
+#: how a union member's tag starts; a validation error's location leaves such tags out
+#: (they name a model, not a place in the request)
+UNION_TAG = "kind="
+
+
 def _job_kind(value: Any) -> str:
     kind = value.get("kind", "tables") if isinstance(value, dict) else getattr(value, "kind", "")
-    return kind if isinstance(kind, str) else ""
+    return UNION_TAG + (kind if isinstance(kind, str) else "")
 
 
 # ``kind`` picks the model and defaults to "tables", so ``{"tables": [...]}`` is enough.
 JobCreate = Annotated[
-    Annotated[TablesJobCreate, Tag("tables")]
-    | Annotated[SpiderJobCreate, Tag("spider")]
-    | Annotated[DatasetJobCreate, Tag("dataset")]
-    | Annotated[EvalJobCreate, Tag("eval")],
+    Annotated[TablesJobCreate, Tag(UNION_TAG + "tables")]
+    | Annotated[SpiderJobCreate, Tag(UNION_TAG + "spider")]
+    | Annotated[DatasetJobCreate, Tag(UNION_TAG + "dataset")]
+    | Annotated[EvalJobCreate, Tag(UNION_TAG + "eval")],
     Discriminator(
         _job_kind,
         custom_error_type="invalid_job_kind",

@@ -1176,7 +1176,8 @@ class Outcome:
         )
 
 
-def _send(client: Any, case: Case) -> Any:
+def send(client: Any, case: Case) -> Any:
+    """Send ``case`` through ``client`` (a Starlette TestClient); the raw response."""
     headers = dict(case.headers)
     if case.auth is not None:
         headers["Authorization"] = case.auth
@@ -1201,7 +1202,7 @@ def _body(response: Any) -> dict[str, Any]:
 
 def run_case(client: Any, case: Case) -> Outcome:
     """Send ``case`` through ``client`` (a Starlette TestClient) and read its answer."""
-    response = _send(client, case)
+    response = send(client, case)
     body = _body(response)
     allow = response.headers.get("allow")
     if case.item is not None and response.status_code == 202:

@@ -14,6 +14,7 @@ from typing import Any
 from cta.datasets import spider_database
 from cta.formats.tables import load_spider_database
 from cta.table import InvalidTableError, Table
+from service.errors import invalid, location
 from service.jobs.store import NewItem
 from service.limits import check_table_limits
 from service.schemas import (
@@ -35,11 +36,12 @@ def job_items(
     request: TablesJobCreate | SpiderJobCreate | DatasetJobCreate | EvalJobCreate,
     settings: ServiceSettings,
 ) -> list[NewItem]:
-    """The items of a job request, in order; raises when the job exceeds max_tables_per_job."""
+    """The items of a job request, in order; a 422 naming where the job as a whole is refused
+    (over max_tables_per_job, no table at all, an eval job's endpoint or predictions)."""
     if isinstance(request, EvalJobCreate):
         return _eval_items(request, settings)
     if isinstance(request, TablesJobCreate):
-        _check_count(len(request.tables), settings)
+        _check_count(len(request.tables), settings, "tables")
         items = [_table_item(obj, settings) for obj in request.tables]
     elif isinstance(request, DatasetJobCreate):
         items = _dataset_items(request, settings)
@@ -47,17 +49,20 @@ def job_items(
         items = []
         for entry in request.spider:
             items.extend(_spider_items(entry, settings))
-            _check_count(len(items), settings)
+            _check_count(len(items), settings, "spider")
     if not items:
-        raise InvalidTableError(
-            "empty_job", "the job has no tables: every database entry of the payload is empty"
+        raise invalid(
+            location("body", "spider"),
+            "empty_job",
+            "the job has no tables: every database entry of the payload is empty",
         )
     return items
 
 
-def _check_count(n: int, settings: ServiceSettings) -> None:
+def _check_count(n: int, settings: ServiceSettings, field: str) -> None:
     if n > settings.max_tables_per_job:
-        raise InvalidTableError(
+        raise invalid(
+            location("body", field),
             "max_tables_per_job",
             f"the job has more than {settings.max_tables_per_job} tables; "
             f"max_tables_per_job = {settings.max_tables_per_job}",
@@ -145,7 +150,7 @@ def _dataset_items(request: DatasetJobCreate, settings: ServiceSettings) -> list
         error = _database_error(entry, db_id, settings)
         if error is None:
             tables_seen += len(entry.get("table_names") or [])
-            _check_count(tables_seen, settings)
+            _check_count(tables_seen, settings, "spider")
         items.append(NewItem(dumps(payload), db_id, error))
     for db_id, records in by_db.items():
         if db_id not in known:
@@ -221,14 +226,17 @@ def _eval_items(request: EvalJobCreate, settings: ServiceSettings) -> list[NewIt
     """
     endpoint = str(request.endpoint) if request.endpoint is not None else None
     if endpoint is not None and not any(endpoint.startswith(p) for p in settings.eval_endpoints):
-        raise InvalidTableError(
+        raise invalid(
+            location("body", "endpoint"),
             "endpoint_not_allowed",
             f"{endpoint} is not among the endpoints this service may call (eval_endpoints)",
         )
     unknown = sorted(set(request.predictions or {}) - set(request.sets))
     if unknown:
-        raise InvalidTableError(
-            "misaligned_predictions", f"predictions for sets the job has not: {', '.join(unknown)}"
+        raise invalid(
+            location("body", "predictions"),
+            "misaligned_predictions",
+            f"predictions for sets the job has not: {', '.join(unknown)}",
         )
     entries = {e["db_id"]: e for e in request.spider if isinstance(e.get("db_id"), str)}
     names = [stem[: -len("_original")] for stem in request.sets if stem.endswith("_original")]
@@ -256,7 +264,7 @@ def _eval_items(request: EvalJobCreate, settings: ServiceSettings) -> list[NewIt
                 orphans.append(record)
                 continue
             groups.setdefault(db_id, {}).setdefault(stem, []).append((position, record))
-    _check_count(len(groups), settings)
+    _check_count(len(groups), settings, "sets")
     items = []
     for db_id, sets in groups.items():
         used = {r.get("db_id") for records in sets.values() for _, r in records}

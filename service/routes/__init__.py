@@ -16,8 +16,8 @@ _DESCRIPTIONS = {
     415: "Body not `application/json` (`unsupported_media_type`) or compressed "
     "(`unsupported_encoding`)",
     422: "Invalid request or table; `problem` names the rule or limit (text with a NUL, control "
-    "character or lone surrogate: `invalid_text` with its JSON path; NaN or Infinity: "
-    "`non_finite_number`)",
+    "character or lone surrogate: `invalid_text`; NaN or Infinity: `non_finite_number`) and "
+    "`location` where it is (`body.table.rows.0.1`, `query.limit`), as the message begins",
     429: "Overloaded: the estimated wait is over max_queue_seconds (or the queue is full); "
     "retry after Retry-After seconds, the measured time for the backlog to drain enough",
     503: "Pipeline not loaded yet (or failed to load); retry after Retry-After seconds",

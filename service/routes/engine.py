@@ -16,10 +16,9 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, Depends, Request
 
 from cta.results import PerturbationResult
-from cta.table import InvalidTableError
 from service.auth import caller
-from service.errors import ServiceProblem
-from service.limits import check_pair_limits, check_table_limits
+from service.errors import ServiceProblem, invalid, location
+from service.limits import LimitExceeded, check_pair_limits, check_table_limits
 from service.routes import problems
 from service.schemas import JudgeRequest, JudgeResponse, PerturbRequest
 from service.settings import ServiceSettings
@@ -35,10 +34,11 @@ T = TypeVar("T")
 
 
 def check_request_budget(cost: int, settings: ServiceSettings) -> None:
-    """Raise :class:`InvalidTableError` (422 ``max_request_pairs``) when a table's estimated
-    judge pairs are over the budget of one request."""
+    """Raise a 422 ``max_request_pairs`` (at ``body.table``) when a table's estimated judge
+    pairs are over the budget of one request."""
     if cost > settings.max_request_pairs:
-        raise InvalidTableError(
+        raise invalid(
+            location("body", "table"),
             "max_request_pairs",
             f"this table needs an estimated {cost} judge pairs; max_request_pairs = "
             f"{settings.max_request_pairs} per request. Fewer columns or target_columns "
@@ -80,7 +80,10 @@ async def perturb(body: PerturbRequest, request: Request) -> PerturbationResult:
     A table over the per-request budget (``max_request_pairs`` estimated judge pairs) is
     refused with 422; send it as a batch job. Also served at ``/perturb``."""
     settings = request.app.state.settings
-    check_table_limits(body.table, settings)
+    try:
+        check_table_limits(body.table, settings)
+    except LimitExceeded as exc:
+        raise exc.within(location("body", "table")) from None
     batcher = request.app.state.batcher
     cost = batcher.host.estimate_pairs(body.table)
     check_request_budget(cost, settings)
@@ -104,7 +107,10 @@ router.add_api_route(
 async def judge(body: JudgeRequest, request: Request) -> JudgeResponse:
     """Scores ``e1`` (target ⇒ candidate), ``e2`` (candidate ⇒ target) and the single-pair
     verdict (RPL / ADD / NONE) for each pair, in order — as ``cta judge``."""
-    check_pair_limits(body.pairs, request.app.state.settings)
+    try:
+        check_pair_limits(body.pairs, request.app.state.settings)
+    except LimitExceeded as exc:
+        raise exc.within("body") from None
     batcher = request.app.state.batcher
     scores = await until_client_leaves(
         request, batcher.judge(body.pairs, body.rpl_threshold, body.add_threshold)

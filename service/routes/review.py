@@ -30,7 +30,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, Field
 
 from service.auth import bearer, identify
-from service.errors import ServiceProblem
+from service.errors import ServiceProblem, invalid, location
 from service.jobs.review_exports import acceptance_rates, accepted_results, annotation_rows
 from service.jobs.reviews import (
     LOCAL_REVIEWER,
@@ -82,14 +82,15 @@ def _who(request: Request, owner: str | None) -> str:
     """The reviewer: the key's identity, then ``:name`` when a name was given (at login, or
     in the ``X-CTA-Reviewer`` header), so that people sharing one key vote apart."""
     identity = owner if owner is not None else LOCAL_REVIEWER
-    name = request.headers.get(REVIEWER_HEADER) or request.cookies.get(REVIEWER_COOKIE)
+    header = request.headers.get(REVIEWER_HEADER)
+    name = header or request.cookies.get(REVIEWER_COOKIE)
     if not name:
         return identity
     if _REVIEWER_NAME.fullmatch(name) is None:
-        raise ServiceProblem(
-            422,
+        raise invalid(
+            location("header", REVIEWER_HEADER) if header else location("cookie", REVIEWER_COOKIE),
             "invalid_reviewer",
-            f"{REVIEWER_HEADER}: 1 to 64 letters, digits, spaces or . @ + - _",
+            "1 to 64 letters, digits, spaces or . @ + - _",
         )
     return f"{identity}:{name}"
 
