@@ -70,6 +70,9 @@ class TableLink(BaseModel):
     links: tuple[EntityLink, ...] = ()
     schema_: EntitySchema | None = Field(default=None, alias="schema")
     alignment: dict[str, ColumnAlignment] = Field(default_factory=dict)
+    names: tuple[str, ...] = Field(
+        default=(), description="The table's name and column names (name keys): its own words"
+    )
 
     @property
     def entity(self) -> str | None:

@@ -60,6 +60,8 @@ SHORTLIST = 40
 NAME_WEIGHT = 0.5
 ALIGNED_WEIGHT = 0.5
 SOURCE = "entity-schema"
+#: a header that schemas of this many domains hold is a column word of every kind of table
+GENERIC_DOMAINS = 4
 
 
 def schema_table(schema: EntitySchema) -> Table:
@@ -215,6 +217,7 @@ class EntitySchemaLinker:
             links=links,
             schema=schema,
             alignment=self._align(table, schema, headers.get(best_schema, {})),
+            names=tuple(name_key(n) for n in (table.name, *table.column_names) if n),
         )
 
     def _align(
@@ -266,10 +269,19 @@ class EntitySchemaLinker:
         domains = {self.schemas[s].domain for s, _ in self.schemas.columns_with_header(key)}
         return bool(domains) and schema.domain not in domains
 
+    def _column_word(self, domain: str, key: str) -> bool:
+        """Whether ``key`` is a column header of some schema of ``domain``, or of schemas in
+        :data:`GENERIC_DOMAINS` domains or more (a column word of every kind of table:
+        ``surname``, ``nation``, ``director``), rather than a kind of row of another domain."""
+        domains = {self.schemas[s].domain for s, _ in self.schemas.columns_with_header(key)}
+        return domain in domains or len(domains) >= GENERIC_DOMAINS
+
     def contradicts(self, link: TableLink, name: str) -> bool:
         """Whether ``name`` names another kind of row than the linked one: some run of its
-        words is the name of another entity, which neither the linked entity's names nor its
-        headers hold (``film``, ``film title`` beside a book's title)."""
+        words is the name of another entity, which neither the linked entity's names, nor its
+        headers, nor the table's own names hold, and which is no column word of the linked
+        domain or of many (``film``, ``film title`` beside a book's title; but ``song title``
+        beside a singer's ``song name``, and ``surname`` beside a player's ``last name``)."""
         schema = link.schema_
         if schema is None:
             return False
@@ -281,7 +293,12 @@ class EntitySchemaLinker:
                 run = " ".join(words[i : i + n])
                 if not self.schemas.entities_named(run):
                     continue
-                if _has_words(own, run) or any(_has_words(h, run) for h in headers):
+                if (
+                    _has_words(own, run)
+                    or any(_has_words(h, run) for h in headers)
+                    or any(_has_words(n, run) for n in link.names)
+                    or self._column_word(schema.domain, run)
+                ):
                     return False
                 return True
         return False

@@ -269,6 +269,13 @@ def test_a_name_of_another_kind_of_row_contradicts_the_link(linker: EntitySchema
     assert not linker.belongs_elsewhere(link, "shelf")
     assert not linker.belongs_elsewhere(TableLink(), "assists")
     assert not linker.contradicts(TableLink(), "film title")  # no link, no contradiction
+    # a kind of row the table itself names is no contradiction (a book table with a film column)
+    adapted = Table.parse(
+        {"name": "books", "columns": [*BOOKS.model_dump()["columns"], {"name": "film rights"}]}
+    )
+    adapted_link = linker.link(adapted, "book")
+    assert adapted_link.entity == "book"
+    assert not linker.contradicts(adapted_link, "film title")
 
 
 # -- the source ---------------------------------------------------------------------------
