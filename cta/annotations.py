@@ -15,13 +15,13 @@ go through it.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cta.jsonl import read_objects
 from cta.table import ColumnType, NamedColumn
 
 Split = Literal["train", "dev"]
@@ -104,18 +104,4 @@ def _thesaurus(directory: str) -> tuple[ThesaurusEntry, ...]:
 
 
 def _rows(path: Path) -> list[dict[str, object]]:
-    if not path.is_file():
-        raise AnnotationsError(f"annotation file not found: {path}")
-    rows: list[dict[str, object]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise AnnotationsError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise AnnotationsError(f"{path}:{number}: expected a JSON object")
-            rows.append(row)
-    return rows
+    return [row for _, row in read_objects(path, AnnotationsError)]

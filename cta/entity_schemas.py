@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from cta.jsonl import read_objects
 from cta.table import NamedColumn
 from cta.words import name_key
 
@@ -128,20 +129,7 @@ class EntitySchemas:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EntitySchemasError(f"{path}: {exc.strerror or exc}") from None
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EntitySchemasError(f"{path}:{n}: not JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise EntitySchemasError(f"{path}:{n}: not a JSON object")
-        yield n, obj
+    return read_objects(path, EntitySchemasError)
 
 
 def _schema(obj: dict[str, Any], entity: dict[str, Any] | None) -> EntitySchema:
