@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cta.jsonl import read_objects
-from cta.table import NamedColumn
+from cta.table import NamedColumn, ProblemError
 from cta.words import name_key
 
 SCHEMAS_FILE = "schemas.jsonl"
@@ -35,8 +35,12 @@ CARD_FILE = "card.json"
 DEFAULT_DIR = Path(__file__).resolve().parents[1] / "data" / "entity-schemas"
 
 
-class EntitySchemasError(ValueError):
-    """The entity-schema files are missing, malformed or do not match their card."""
+class EntitySchemasError(ProblemError):
+    """The entity-schema files are missing or malformed (``invalid_entity_schemas``; the
+    command line prints it as one line)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("invalid_entity_schemas", message)
 
 
 class SchemaColumn(NamedColumn):

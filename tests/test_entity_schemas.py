@@ -183,6 +183,27 @@ def test_a_malformed_file_is_refused_with_its_line(tmp_path: Path) -> None:
         read_entity_schemas(path)
 
 
+def test_a_missing_schema_file_is_one_line_from_the_cli(
+    tmp_path: Path, tiny_env: dict[str, str]
+) -> None:
+    import subprocess
+    import sys
+
+    env = {**tiny_env, "CTA_ENTITY_SCHEMAS": str(tmp_path / "none.jsonl")}
+    done = subprocess.run(
+        [sys.executable, "-m", "cta.cli.main", "perturb", "examples/books.json"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("cta: error:") and "none.jsonl" in lines[-1]
+    assert "Traceback" not in done.stderr
+
+
 def test_schemas_are_read_with_their_facets_types_and_other_names(schema_file: Path) -> None:
     schemas = read_entity_schemas(schema_file)
     book = schemas[schemas.index_of("Books") or 0]

@@ -130,20 +130,49 @@ def test_file_predictions_lines_jsonl_and_missing(perturbed: Path, tmp_path: Pat
     predictions = FilePredictions(folder).predict(questions, directory)
     got = {(q.set, q.position): p for q, p in zip(questions, predictions, strict=True)}
     assert all(got[("dev_original", q.position)].sql == q.gold for q in original.questions)
-    assert got[("dev_rpl_s0", 2)].sql == rpl.questions[2].gold
-    assert got[("dev_rpl_s0", 3)].sql is None and "no prediction" in str(
-        got[("dev_rpl_s0", 3)].error
+    # A set with predictions for some questions only is not scored at all (none of its SQL is
+    # used): every question carries why, naming the file and the count.
+    partial = [got[("dev_rpl_s0", q.position)] for q in rpl.questions]
+    assert len(rpl.questions) > 3 and all(p.sql is None for p in partial)
+    assert all(
+        f"predictions for 3 of the {len(rpl.questions)} questions" in str(p.error)
+        and "dev_rpl_s0.jsonl" in str(p.error)
+        for p in partial
     )
-    assert got[("dev_add_s0", 0)].error == "no prediction file for set dev_add_s0"
+    assert str(got[("dev_add_s0", 0)].error).startswith("no predictions: expected ")
+    assert "dev_add_s0.sql" in str(got[("dev_add_s0", 0)].error)
+    assert FilePredictions(folder).check(directory.sets) == {
+        "dev_rpl_s0": partial[0].error,
+        **{
+            s.stem: got[(s.stem, 0)].error
+            for s in directory.sets
+            if s.stem not in ("dev_original", "dev_rpl_s0")
+        },
+    }
 
     single = tmp_path / "all.jsonl"
-    single.write_text(json.dumps({"id": "dev_add_s0:1", "sql": "SELECT 1"}) + "\n")
+    add = next(s for s in directory.sets if s.stem == "dev_add_s0")
+    single.write_text(
+        "".join(
+            json.dumps({"id": f"dev_add_s0:{q.position}", "sql": "SELECT 1"}) + "\n"
+            for q in add.questions
+        )
+    )
     one = FilePredictions(single).predict(questions, directory)
-    assert [p.sql for q, p in zip(questions, one, strict=True) if p.sql] == ["SELECT 1"]
+    assert [p.sql for q, p in zip(questions, one, strict=True) if p.sql] == ["SELECT 1"] * len(
+        add.questions
+    )
 
+    # A line file with another number of lines than questions: the set is not scored either.
     (folder / "dev_original.sql").write_text("SELECT 1\n")
-    with pytest.raises(InvalidTableError, match="1 lines for 6 questions"):
-        FilePredictions(folder).predict(questions, directory)
+    misaligned = FilePredictions(folder).check(directory.sets)["dev_original"]
+    assert f"1 lines for {len(original.questions)} questions" in misaligned
+    redone = FilePredictions(folder).predict(questions, directory)
+    assert all(
+        p.sql is None and p.error == misaligned
+        for q, p in zip(questions, redone, strict=True)
+        if q.set == "dev_original"
+    )
 
 
 # -- an entry point ---------------------------------------------------------------------------------
