@@ -108,6 +108,7 @@ class EntitySchemaLinker:
         self.cache_dir = cache_dir
         self._vectors: np.ndarray | None = None
         self._lock = threading.Lock()
+        self._words: dict[str, tuple[str, frozenset[str]]] = {}
         self._entity_names = [n for s in schemas for n in s.names()]
         self._entity_of_name = [i for i, s in enumerate(schemas) for _ in s.names()]
 
@@ -276,6 +277,17 @@ class EntitySchemaLinker:
         domains = {self.schemas[s].domain for s, _ in self.schemas.columns_with_header(key)}
         return domain in domains or len(domains) >= GENERIC_DOMAINS
 
+    def _schema_words(self, schema: EntitySchema) -> tuple[str, frozenset[str]]:
+        """A schema's entity names (name keys, joined) and header keys, computed once per
+        schema: :meth:`contradicts` asks for them for every candidate of a linked table."""
+        found = self._words.get(schema.entity)
+        if found is None:
+            found = self._words[schema.entity] = (
+                " ".join(name_key(n) for n in schema.names()),
+                frozenset(name_key(h) for col in schema.columns for h in col.headers()),
+            )
+        return found
+
     def contradicts(self, link: TableLink, name: str) -> bool:
         """Whether ``name`` names another kind of row than the linked one: some run of its
         words is the name of another entity, which neither the linked entity's names, nor its
@@ -286,8 +298,7 @@ class EntitySchemaLinker:
         if schema is None:
             return False
         words = name_key(name).split()
-        own = " ".join(name_key(n) for n in schema.names())
-        headers = {name_key(h) for col in schema.columns for h in col.headers()}
+        own, headers = self._schema_words(schema)
         for n in range(len(words), 0, -1):
             for i in range(len(words) - n + 1):
                 run = " ".join(words[i : i + n])
