@@ -19,7 +19,7 @@ from typing import Any
 
 from cta.training.card import MANIFEST, RETRAIN_COMMAND, write_card
 from cta.training.recipe import file_sha256, load_recipe, recipe_settings, source_hashes
-from cta.training.supervision import LABELS
+from cta.training.relations import LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "judge"
@@ -129,9 +129,7 @@ def main() -> None:
         default="one NVIDIA H200 (device tool), 16 CPU cores",
         help="where the sweep trained",
     )
-    parser.add_argument(
-        "--evaluation", type=Path, default=ROOT / "benchmarks/results/judge.json"
-    )
+    parser.add_argument("--evaluation", type=Path, default=ROOT / "benchmarks/results/judge.json")
     args = parser.parse_args()
     manifest = build_manifest(args.sweep, args.hardware, args.evaluation)
     (MODEL / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

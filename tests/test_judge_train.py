@@ -10,18 +10,16 @@ import pytest
 
 from cta.settings import Settings, get_settings
 from cta.table import Column, ColumnType, NamedColumn, Table
-from cta.training.supervision import (
-    ASSOCIATED_RELATIONS,
-    RELATIONS,
-    Lexicon,
+from cta.training.lexicon import Lexicon
+from cta.training.relations import ASSOCIATED_RELATIONS, RELATIONS, scheme_label
+from cta.training.sources import (
     SourceTable,
-    build_supervision,
     clean_column,
     from_table,
     question_synonym_pairs,
-    scheme_label,
     table_entity,
 )
+from cta.training.supervision import build_supervision
 
 TABLES = {
     "singers": [
@@ -109,7 +107,7 @@ def test_lexicon_relations(lexicon: Lexicon) -> None:
 
 def test_entity_classes(lexicon: Lexicon) -> None:
     from cta.context import ENTITY_CLASSES
-    from cta.training.supervision import ENTITY_ANCHORS, entity_classes
+    from cta.training.sources import ENTITY_ANCHORS, entity_classes
 
     assert list(ENTITY_ANCHORS) == list(ENTITY_CLASSES)
     for anchors in ENTITY_ANCHORS.values():

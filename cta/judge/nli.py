@@ -378,7 +378,7 @@ class BidirectionalJudge:
     def association(self, pairs: Sequence[JudgePair]) -> list[float]:
         """How strongly each candidate belongs *beside* its target: the mean of P(neutral)
         in both directions (a three-way judge learns neutral = associated, see
-        :func:`cta.training.supervision.scheme_label`); NaN for a judge without a neutral
+        :func:`cta.training.relations.scheme_label`); NaN for a judge without a neutral
         class. Same cache and batching as :meth:`score`: its forward passes give both."""
         return [
             association(n1, n2)

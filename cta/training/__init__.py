@@ -1,7 +1,9 @@
 """Training the offline judge (``cta judge train``, docs/method.md §6) — apart from inference.
 
-* :mod:`cta.training.supervision` — lexical-semantic supervision from real tables (word
-  tables, a WordNet wrapper, the relation generators);
+* :mod:`cta.training.relations` — the supervision's relations, their labels and examples;
+* :mod:`cta.training.lexicon` — WordNet relations of column words (:class:`Lexicon`);
+* :mod:`cta.training.sources` — the real tables and question files supervision is drawn from;
+* :mod:`cta.training.supervision` — lexical-semantic supervision: the relation generators;
 * :mod:`cta.training.annotated` — supervision from the human annotations;
 * :mod:`cta.training.fit` — the fine-tuning loop;
 * :mod:`cta.training.train` — :func:`train_judge`, all of it put together;

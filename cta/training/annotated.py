@@ -9,7 +9,7 @@ into training pairs in the judge's own text format (``"{entity} {column} ({type}
   **neutral**;
 * ``annotated-neither`` — a target column ⇔ a name annotated *neither* (wrong sense, broader
   or narrower, corpus junk): **contradiction** under the default three-way label scheme
-  (:func:`~cta.training.supervision.scheme_label`; **neutral** under ``two-way``); these are
+  (:func:`~cta.training.relations.scheme_label`; **neutral** under ``two-way``); these are
   the realistic hard negatives, subsampled to ``neither_ratio`` × the equivalent and
   associated pairs;
 * ``annotated-co-occurring`` — two columns of the same annotated table: **neutral**;
@@ -33,7 +33,7 @@ from typing import Literal
 
 from cta.annotations import AnnotatedTable, ThesaurusEntry
 from cta.table import ColumnType
-from cta.training.supervision import Example, Label, LabelScheme, scheme_label, unordered
+from cta.training.relations import Example, Label, LabelScheme, scheme_label, unordered
 from cta.words import column_words, singular_phrase
 
 EntityContext = Literal["annotated", "table-name", "both"]

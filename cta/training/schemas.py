@@ -21,7 +21,7 @@ import random
 import re
 
 from cta.entity_schemas import EntitySchema, EntitySchemas
-from cta.training.supervision import Example, LabelScheme, scheme_label
+from cta.training.relations import Example, LabelScheme, scheme_label
 from cta.words import column_words, name_key
 
 RELATIONS = {"schema-equivalent": "entailment", "schema-associated": "neutral"}

@@ -36,17 +36,13 @@ from cta.training.fit import (
     new_classifier,
     resolve_precision,
 )
+from cta.training.lexicon import Lexicon
 from cta.training.recipe import load_abbreviations
+from cta.training.relations import LABELS, Example
 from cta.training.schemas import schema_examples
 from cta.training.settings import TrainingSettings
-from cta.training.supervision import (
-    LABELS,
-    Example,
-    Lexicon,
-    build_supervision,
-    load_source_tables,
-    question_synonym_pairs,
-)
+from cta.training.sources import load_source_tables, question_synonym_pairs
+from cta.training.supervision import build_supervision
 from cta.wordnet import load_wordnet
 from cta.words import ABBREVIATIONS
 
@@ -91,7 +87,7 @@ def build_training_data(
     the human judgements of :mod:`cta.training.annotated` (train split only; the ids of the
     ``dev`` split join ``holdout`` so that no source uses those tables). Lexical pairs that a
     human judgement contradicts are dropped. Labels follow ``settings.judge_train_labels``
-    (:func:`~cta.training.supervision.scheme_label`). Separate from the fit so that the same
+    (:func:`~cta.training.relations.scheme_label`). Separate from the fit so that the same
     rows can be exported to a machine that has only torch (``benchmarks/judge_recipes.py``).
     """
     size = max_examples or settings.judge_train_examples
