@@ -32,7 +32,6 @@ from cta.results import FamilyKind
 from cta.sql.database import (
     ColumnRef,
     SqlSchema,
-    SqlTable,
     quote_identifier,
     sqlite_fold,
 )
@@ -176,12 +175,6 @@ def rewrite_for(sql: str, old: SqlSchema, edit: DbEdit) -> str:
             exc.problem, f"the rewritten query does not bind: {exc.message}"
         ) from None
     return new_sql
-
-
-def default_fill(table: SqlTable) -> str:
-    """``SELECT`` every column of ``table`` (rowid order), for a table carried unchanged."""
-    columns = ", ".join(quote_identifier(c.name) for c in table.columns)
-    return f"SELECT {columns} FROM {quote_identifier(table.name)} ORDER BY rowid"
 
 
 def carried_origin(old: SqlSchema, new: SqlSchema, edit: DbEdit) -> dict[Key, Key]:
