@@ -36,7 +36,7 @@ from typing import Literal
 from cta.names import NameStyle
 from cta.results import Decision, Kind, PerturbationResult, PerturbedTable
 from cta.seeding import seeded_rng
-from cta.sql.identifiers import identifier_style, sql_identifier
+from cta.sql.identifiers import identifier_style, name_key, sql_identifier
 from cta.sql.values import added_column_values
 from cta.table import Column, ForeignKey, Table
 
@@ -45,14 +45,10 @@ __all__ = ["ValueMode", "candidate_pools", "sample_perturbations"]
 ValueMode = Literal["generate", "null"]
 
 
-def _fold(name: str) -> str:
-    return name.strip().casefold()
-
-
 def _names(column: Column) -> set[str]:
-    names = {_fold(column.name)}
+    names = {name_key(column.name)}
     if column.original_name:
-        names.add(_fold(column.original_name))
+        names.add(name_key(column.original_name))
     return names
 
 
@@ -87,16 +83,16 @@ def _draw(
     rng.shuffle(order)
     for decision in order:
         name = decision.name.strip()
-        if not name or _fold(name) in taken:
+        if not name or name_key(name) in taken:
             continue
-        if style is not None and _fold(sql_identifier(name, style)) in taken:
+        if style is not None and name_key(sql_identifier(name, style)) in taken:
             continue
         return decision, ""
     return None, "name_collision"
 
 
 def _renamed_key(name: str, renames: dict[str, str]) -> str:
-    return renames.get(_fold(name), name)
+    return renames.get(name_key(name), name)
 
 
 def sample_perturbations(
@@ -149,10 +145,10 @@ def _sample(
             unperturbed[column.name] = reason
             continue
         chosen[i] = decision
-        taken.add(_fold(decision.name))
+        taken.add(name_key(decision.name))
         if style is not None:
             chosen_ids[i] = sql_identifier(decision.name.strip(), style)
-            taken.add(_fold(chosen_ids[i]))
+            taken.add(name_key(chosen_ids[i]))
     if kind == "rpl":
         new, mapping = _replace(table, chosen, chosen_ids)
     else:
@@ -181,7 +177,7 @@ def _replace(
         for name in _names(old):
             renames[name] = new_name
     self_names = {
-        _fold(n) for n in (table.name, table.id, (table.id or "").rsplit(".", 1)[-1]) if n
+        name_key(n) for n in (table.name, table.id, (table.id or "").rsplit(".", 1)[-1]) if n
     }
     foreign_keys = [
         ForeignKey(
@@ -189,7 +185,7 @@ def _replace(
             ref_table=fk.ref_table,
             ref_column=(
                 _renamed_key(fk.ref_column, renames)
-                if _fold(fk.ref_table) in self_names
+                if name_key(fk.ref_table) in self_names
                 else fk.ref_column
             ),
         )

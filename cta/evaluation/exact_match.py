@@ -50,6 +50,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from cta.formats.tables import SpiderSchema
+from cta.sql.identifiers import evaluator_fold
 
 __all__ = [
     "Bound",
@@ -141,10 +142,6 @@ class _Scope:
     projections: list[exp.Expr]
 
 
-def _fold(name: str) -> str:
-    return name.lower()
-
-
 def _unwrap(node: exp.Expr) -> exp.Expr:
     while isinstance(node, exp.Paren | exp.Subquery) and not (
         isinstance(node, exp.Subquery) and node.alias
@@ -220,7 +217,7 @@ class _Translator:
             units.append(self._source(source, scope))
         for p in sel.expressions:
             if isinstance(p, exp.Alias):
-                scope.aliases.setdefault(_fold(p.alias), p.this)
+                scope.aliases.setdefault(evaluator_fold(p.alias), p.this)
         from_conds: list[Cond | str] = []
         for j in joins:
             if j.args.get("using"):
@@ -309,8 +306,8 @@ class _Translator:
             and not node.table
             and isinstance(node.this, exp.Identifier)
         ):
-            if self._lookup(node, scope) is None and _fold(node.name) in scope.aliases:
-                return _unwrap(scope.aliases[_fold(node.name)])
+            if self._lookup(node, scope) is None and evaluator_fold(node.name) in scope.aliases:
+                return _unwrap(scope.aliases[evaluator_fold(node.name)])
         return node
 
     def _lookup(self, node: exp.Column, scope: _Scope) -> tuple[_Source, int | None] | None:
@@ -318,7 +315,7 @@ class _Translator:
         current: _Scope | None = scope
         while current is not None:
             for source in current.sources:
-                if qualifier and _fold(source.name) != _fold(qualifier):
+                if qualifier and evaluator_fold(source.name) != evaluator_fold(qualifier):
                     continue
                 if source.table is None:
                     if qualifier:
@@ -342,7 +339,7 @@ class _Translator:
             raise UnsupportedSql(f"unknown column {node.sql('sqlite')!r}")
         source, index = found
         if index is None:  # a derived table's column
-            return f"__{_fold(source.name)}.{_fold(node.name)}__"
+            return f"__{evaluator_fold(source.name)}.{evaluator_fold(node.name)}__"
         self.columns[id(node)] = index
         return self.schema.column_key(index)
 

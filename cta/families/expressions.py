@@ -49,7 +49,7 @@ from typing import Any
 
 from cta.families.base import FamilyContext, NotApplicable
 from cta.families.model import DbEdit, Key
-from cta.families.naming import _identifier
+from cta.families.naming import styled_identifier
 from cta.seeding import seeded_rng
 from cta.sql.database import (
     ColumnRef,
@@ -226,7 +226,7 @@ class _Namer:
     def __call__(self, *naturals: str) -> tuple[str, str] | None:
         """The first of ``naturals`` that makes a free identifier: (identifier, natural)."""
         for natural in naturals:
-            ident = _identifier(natural, self.table, self.taken)
+            ident = styled_identifier(natural, self.table, self.taken)
             if ident is not None and _PLAIN.fullmatch(ident):
                 self.taken.add(sqlite_fold(ident))
                 return ident, natural

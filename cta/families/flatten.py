@@ -16,7 +16,7 @@ key), the key equality disappears and the other conditions of the removed join m
 each ``A`` row met exactly one ``B`` row, the joined rows are ``A``'s rows, and so are the
 new ones. A query that uses ``B`` any other way — alone, joined on another condition, in
 an outer, ``NATURAL`` or ``USING`` join — needs ``B``'s own rows and raises
-:class:`~cta.sql.rewrite.SqlRewriteError` (``unsupported``): the item stays unperturbed.
+:class:`~cta.sql.binding.SqlRewriteError` (``unsupported``): the item stays unperturbed.
 Stars over ``A`` or ``B`` are spelled out in their original order; an unqualified
 reference that one of ``A``'s new columns could capture is qualified; the rewritten
 query is regenerated from the syntax tree (sqlglot, SQLite dialect).
@@ -38,16 +38,16 @@ from sqlglot.optimizer.scope import Scope
 from cta.families.base import FamilyContext, NotApplicable
 from cta.families.expressions import column_affinities, original_rows
 from cta.families.model import DbEdit, Key
-from cta.families.naming import _identifier
+from cta.families.naming import styled_identifier
 from cta.formats.spider_grammar import spider_sql
 from cta.seeding import seeded_rng
+from cta.sql.binding import Binder, Source, SqlRewriteError, outer_scope
 from cta.sql.database import (
     SqlSchema,
     SqlTable,
     quote_identifier,
     sqlite_fold,
 )
-from cta.sql.rewrite import SqlRewriteError, _Binder, _outer, _Source
 from cta.table import ForeignKey
 
 __all__ = ["Flatten", "FlattenPlan", "flatten_rewrite"]
@@ -72,12 +72,12 @@ class FlattenPlan:
     def _ref(self) -> str:
         return sqlite_fold(self.ref)
 
-    def is_outer(self, source: _Source) -> bool:
+    def is_outer(self, source: Source) -> bool:
         return source.table is not None and sqlite_fold(source.table.name) == sqlite_fold(
             self.outer.name
         )
 
-    def is_inner(self, source: _Source) -> bool:
+    def is_inner(self, source: Source) -> bool:
         return source.table is not None and sqlite_fold(source.table.name) == sqlite_fold(
             self.inner.name
         )
@@ -132,7 +132,7 @@ class _Select:
     """One SELECT: its FROM items in order, each with its join (None for the first)."""
 
     scope: Scope
-    sources: list[_Source]
+    sources: list[Source]
     items: list[exp.Expression]
     joins: list[exp.Join | None]
 
@@ -140,7 +140,7 @@ class _Select:
 class _Flattener:
     def __init__(self, sql: str, schema: SqlSchema, plan: FlattenPlan) -> None:
         self.plan = plan
-        self.binder = _Binder(sql, schema)
+        self.binder = Binder(sql, schema)
         self.tree = self.binder.tree.copy()  # the binder's tree is shared (cached): never edited
         self.twin: dict[int, Any] = {}
         for a, b in zip(self.binder.tree.walk(), self.tree.walk(), strict=True):
@@ -158,7 +158,7 @@ class _Flattener:
             self.selects[id(scope)] = _Select(scope, info.sources, items, [None, *joins])
 
     # -- which B meets which A ------------------------------------------------------------------
-    def _bound(self, node: exp.Expression) -> tuple[_Source, str] | None:
+    def _bound(self, node: exp.Expression) -> tuple[Source, str] | None:
         if not isinstance(node, exp.Column) or id(node) not in self.binder.bindings:
             return None
         b = self.binder.bindings[id(node)]
@@ -166,9 +166,7 @@ class _Flattener:
             return None
         return b.source, sqlite_fold(b.ref.column)
 
-    def _key_equality(
-        self, node: exp.Expression, select: _Select
-    ) -> tuple[_Source, _Source] | None:
+    def _key_equality(self, node: exp.Expression, select: _Select) -> tuple[Source, Source] | None:
         """(A source, B source) when ``node`` is ``a.key = b.ref`` (either order)."""
         while isinstance(node, exp.Paren):
             node = node.this
@@ -189,9 +187,9 @@ class _Flattener:
                 return s1, s2
         return None
 
-    def pairs(self) -> dict[int, tuple[_Source, exp.Expression]]:
+    def pairs(self) -> dict[int, tuple[Source, exp.Expression]]:
         """Every B source (by id) → the A source it is joined to and the key equality."""
-        out: dict[int, tuple[_Source, exp.Expression]] = {}
+        out: dict[int, tuple[Source, exp.Expression]] = {}
         for select in self.selects.values():
             inner = [s for s in select.sources if self.plan.is_inner(s)]
             if not inner:
@@ -206,7 +204,7 @@ class _Flattener:
             for join in select.joins:
                 if join is not None:
                     conditions += _conjuncts(join.args.get("on"))
-            found: dict[int, list[tuple[_Source, exp.Expression]]] = {}
+            found: dict[int, list[tuple[Source, exp.Expression]]] = {}
             for condition in conditions:
                 pair = self._key_equality(condition, select)
                 if pair is not None:
@@ -243,7 +241,7 @@ class _Flattener:
                 raise _unsupported(f"a CTE is named like {cte.alias!r}")
         pairs = self.pairs()
         self._check_name_joins()
-        for column in list(self.binder._columns()):
+        for column in list(self.binder.columns()):
             self._column(column, pairs)
         for select in self.selects.values():
             self._stars(select, pairs)
@@ -262,10 +260,10 @@ class _Flattener:
                     f"a NATURAL or USING join over {self.plan.outer.name}, which gains columns"
                 )
 
-    def _visible(self, scope: Scope, source: _Source) -> bool:
+    def _visible(self, scope: Scope, source: Source) -> bool:
         """Does ``source``'s name, from ``scope``, still name ``source``?"""
         try:
-            return self.binder._qualifier(scope, source.name)[1] is source
+            return self.binder.qualifier(scope, source.name)[1] is source
         except SqlRewriteError:
             return False
 
@@ -279,7 +277,7 @@ class _Flattener:
                 return True
             if current is until:
                 return False
-            current = _outer(current)
+            current = outer_scope(current)
         return False
 
     def _names_read(self, scope: Scope) -> bool:
@@ -300,10 +298,10 @@ class _Flattener:
         self.twin[id(node)].replace(new)
         self.changed = True
 
-    def _column(self, column: exp.Column, pairs: dict[int, tuple[_Source, exp.Expression]]) -> None:
+    def _column(self, column: exp.Column, pairs: dict[int, tuple[Source, exp.Expression]]) -> None:
         plan = self.plan
         b = self.binder.bindings[id(column)]
-        scope = self.binder._scope(column)
+        scope = self.binder.scope_at(column)
         compound = isinstance(scope.expression, exp.SetOperation)
         added = sqlite_fold(column.name) in plan.added
         if b.kind == "literal":
@@ -311,7 +309,7 @@ class _Flattener:
                 self._replace(column, exp.Literal.string(column.name))
             return
         if b.kind == "alias":
-            whole_order = self.binder._clause(column, scope) == "order" and isinstance(
+            whole_order = self.binder.clause(column, scope) == "order" and isinstance(
                 column.parent, exp.Ordered
             )
             if added and not whole_order and self._outer_in_reach(scope, b.scope):
@@ -346,7 +344,7 @@ class _Flattener:
             )
         self._replace(column, _column(column.name, b.source.name))
 
-    def _stars(self, select: _Select, pairs: dict[int, tuple[_Source, exp.Expression]]) -> None:
+    def _stars(self, select: _Select, pairs: dict[int, tuple[Source, exp.Expression]]) -> None:
         plan = self.plan
         projections = select.scope.expression.expressions
         node = self.twin[id(select.scope.expression)]
@@ -355,12 +353,12 @@ class _Flattener:
         expanded: list[exp.Expression] = []
         touched = False
         for proj, now in zip(projections, current, strict=True):
-            covered: list[_Source] | None = None
+            covered: list[Source] | None = None
             qualify = several
             if isinstance(proj, exp.Star):
                 covered = select.sources
             elif isinstance(proj, exp.Column) and isinstance(proj.this, exp.Star):
-                covered = [self.binder._qualifier(select.scope, proj.table)[1]]
+                covered = [self.binder.qualifier(select.scope, proj.table)[1]]
                 qualify = True
             if covered is None or not any(plan.is_outer(s) or plan.is_inner(s) for s in covered):
                 expanded.append(now)
@@ -375,8 +373,8 @@ class _Flattener:
     def _spelled(
         self,
         select: _Select,
-        source: _Source,
-        pairs: dict[int, tuple[_Source, exp.Expression]],
+        source: Source,
+        pairs: dict[int, tuple[Source, exp.Expression]],
         qualify: bool,
     ) -> list[exp.Expression]:
         """The columns a star yields over ``source``, spelled out for the new schema."""
@@ -402,7 +400,7 @@ class _Flattener:
         return [exp.Column(this=exp.Star(), table=_ident(source.name))]
 
     def _remove_inner(
-        self, select: _Select, pairs: dict[int, tuple[_Source, exp.Expression]]
+        self, select: _Select, pairs: dict[int, tuple[Source, exp.Expression]]
     ) -> None:
         """Drop each B item of the SELECT: its A item takes the earlier of the two places,
         the key equality goes, the later place's other join conditions move to WHERE."""
@@ -493,7 +491,7 @@ def _plan(ctx: FamilyContext, a: SqlTable, fk: ForeignKey, b: SqlTable) -> Flatt
         name = column.name
         if sqlite_fold(column.name) in taken:
             natural = f"{ctx.natural(b.name)} {ctx.natural(b.name, column.name)}"
-            styled = _identifier(natural, a, taken)
+            styled = styled_identifier(natural, a, taken)
             name = f"{b.name}_{column.name}" if styled is None else styled
             if quote_identifier(name) != name or sqlite_fold(name) in taken:
                 return None

@@ -42,6 +42,7 @@ __all__ = [
     "QuestionSynonym",
     "TableRename",
     "abbreviations",
+    "styled_identifier",
 ]
 
 EquivalenceJudge = Callable[[Sequence[tuple[str | None, str, str]]], list[bool]]
@@ -125,7 +126,7 @@ def abbreviations(name: str) -> list[str]:
     return unique
 
 
-def _identifier(natural: str, table: SqlTable, taken: set[str]) -> str | None:
+def styled_identifier(natural: str, table: SqlTable, taken: set[str]) -> str | None:
     """``natural`` as an identifier in the style of ``table``'s, or None when it clashes."""
     ident = sql_identifier(natural, identifier_style([c.name for c in table.columns]))
     return None if sqlite_fold(ident) in taken else ident
@@ -174,7 +175,7 @@ class Abbreviation:
                 new_name = None
                 if options:
                     cand = rng.choice(options)
-                    new_name = _identifier(cand, table, taken)
+                    new_name = styled_identifier(cand, table, taken)
                 if new_name is None:
                     new_columns.append(NewColumn(column.name, column.type, source=column.name))
                     continue
@@ -292,7 +293,7 @@ class InsertColumn:
         rng.shuffle(options)
         for t, i, natural, col_type in options:
             sql_table = ctx.schema.tables[t]
-            ident = _identifier(
+            ident = styled_identifier(
                 natural, sql_table, {sqlite_fold(c.name) for c in sql_table.columns}
             )
             if ident is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ident):

@@ -30,7 +30,8 @@ The rules, as the evaluator applies them:
 * **GROUP BY** columns, **HAVING** conditions, **ORDER BY** value units each with an
   optional ``ASC``/``DESC``, **LIMIT** an integer, then ``INTERSECT``/``UNION``/``EXCEPT``
   and another query. Tokens after a complete query are ignored (``OFFSET 2`` is dropped).
-* **Names** come from the database file: tables and columns, lower-cased.
+* **Names** come from the database file: tables and columns, lower-cased
+  (:func:`~cta.sql.identifiers.evaluator_fold`, where it differs from SQLite's fold).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.sqlite import SQLite
+
+from cta.sql.identifiers import evaluator_fold
 
 __all__ = [
     "EvaluatorGrammarError",
@@ -78,7 +81,7 @@ def _tokens(sql: str) -> list[str]:
         out.append(text[last:a] + f" {key} ")
         last = b + 1
     out.append(text[last:])
-    lowered = "".join(out).lower()
+    lowered = evaluator_fold("".join(out))
     toks = [m["tok"] for m in _WORD.finditer(lowered) if m["tok"]]
     joined: list[str] = []
     for tok in toks:
@@ -305,11 +308,13 @@ def evaluator_problem(sql: str, schema: Mapping[str, Collection[str]]) -> str | 
 
 def spider_tables_of(entry: Mapping[str, Any]) -> dict[str, set[str]]:
     """Table → column names (lower-case SQL identifiers) of a ``tables.json`` entry."""
-    tables: dict[str, set[str]] = {str(t).lower(): set() for t in entry["table_names_original"]}
-    names = [str(t).lower() for t in entry["table_names_original"]]
+    tables: dict[str, set[str]] = {
+        evaluator_fold(str(t)): set() for t in entry["table_names_original"]
+    }
+    names = [evaluator_fold(str(t)) for t in entry["table_names_original"]]
     for t, column in entry["column_names_original"]:
         if int(t) >= 0:
-            tables[names[int(t)]].add(str(column).lower())
+            tables[names[int(t)]].add(evaluator_fold(str(column)))
     return tables
 
 
@@ -374,22 +379,22 @@ def evaluator_form(sql: str, schema: Mapping[str, Collection[str]]) -> str | Non
     used: set[str] = set()
     for branch in _branches(tree):
         tables = [t for t in branch.find_all(exp.Table) if t.alias]
-        names = [t.alias.lower() for t in tables]
+        names = [evaluator_fold(t.alias) for t in tables]
         if len(set(names)) != len(names):
             return None  # an alias defined twice in one branch: leave it alone
         renames: dict[str, str] = {}
         for table in tables:
             alias = table.alias
-            if alias.lower() in used:
+            if evaluator_fold(alias) in used:
                 n = 1
                 while f"t{n}" in used or f"t{n}" in names:
                     n += 1
-                renames[alias.lower()] = f"T{n}"
+                renames[evaluator_fold(alias)] = f"T{n}"
                 table.set("alias", exp.TableAlias(this=exp.to_identifier(f"T{n}")))
                 used.add(f"t{n}")
-            used.add(alias.lower())
+            used.add(evaluator_fold(alias))
         for column in branch.find_all(exp.Column):
-            if column.table and column.table.lower() in renames:
-                column.set("table", exp.to_identifier(renames[column.table.lower()]))
+            if column.table and evaluator_fold(column.table) in renames:
+                column.set("table", exp.to_identifier(renames[evaluator_fold(column.table)]))
     text = spider_sql(tree)
     return text if evaluator_problem(text, schema) is None else None

@@ -13,8 +13,21 @@ in the style of the schema's own identifiers (``snake_case``, ``PascalCase``…)
   grammar (clause words and the five aggregates — ``Avg``, ``Count``, ``Order`` would be read
   as syntax); such a name gets a trailing ``_`` (``order_``), the usual convention.
 
-:func:`sqlite_fold` is SQLite's comparison key for identifiers (ASCII case only) and
-:func:`quote_identifier` writes any name so SQLite reads it back (bare when it can be).
+:func:`quote_identifier` writes any name so SQLite reads it back (bare when it can be);
+:func:`quote_like` does the same in the quoting style of a name as a query wrote it
+(BIRD's backticks).
+
+Folding — when two spellings are one name. :func:`sqlite_fold` is *the* identifier fold:
+SQLite's comparison key (ASCII letters case-folded, nothing else), used wherever a query is
+bound or a schema searched. Two readers fold differently, and each has its own key here:
+
+* :func:`evaluator_fold` — the official Spider evaluator lower-cases the whole query with
+  Python's ``str.lower``. It differs from SQLite on non-ASCII letters: ``Año`` and ``AÑO``
+  are two identifiers to SQLite and one to the evaluator (``İ`` even becomes two
+  characters). Exact match and the evaluator-grammar check read names with it.
+* :func:`name_key` — whether a *new* name collides with a name a table already has, for
+  any reader: surrounding spaces dropped and ``str.casefold`` (``ß`` = ``ss``), coarser than
+  both folds above, so a name no reader could tell apart from an existing one is refused.
 """
 
 from __future__ import annotations
@@ -31,8 +44,11 @@ __all__ = [
     "RESERVED_WORDS",
     "SQLITE_KEYWORDS",
     "identifier_style",
+    "evaluator_fold",
     "is_bare_identifier",
+    "name_key",
     "quote_identifier",
+    "quote_like",
     "sql_identifier",
     "sqlite_fold",
 ]
@@ -72,6 +88,18 @@ def sqlite_fold(name: str) -> str:
     return name.translate(_ASCII_LOWER)
 
 
+def evaluator_fold(name: str) -> str:
+    """The key the official Spider evaluator compares names (and whole queries) with:
+    ``str.lower``, which also folds non-ASCII letters (unlike :func:`sqlite_fold`)."""
+    return name.lower()
+
+
+def name_key(name: str) -> str:
+    """The key under which a new name collides with an existing one for any reader (a
+    natural name or an identifier): stripped and ``str.casefold``-ed."""
+    return name.strip().casefold()
+
+
 def is_bare_identifier(name: str) -> bool:
     """Whether SQLite (and the Spider evaluator) read ``name`` unquoted as an identifier."""
     return _PLAIN_IDENTIFIER.fullmatch(name) is not None and name.upper() not in RESERVED_WORDS
@@ -82,6 +110,20 @@ def quote_identifier(name: str) -> str:
     if _PLAIN_IDENTIFIER.fullmatch(name) and name.upper() not in SQLITE_KEYWORDS:
         return name
     return '"' + name.replace('"', '""') + '"'
+
+
+def quote_like(name: str, quote: str) -> str:
+    """``name`` as an SQLite identifier in the quoting style ``quote`` of the text it goes
+    into: bare when it can be (:func:`quote_identifier`), else in backticks when ``quote`` is
+    `````, in brackets when it is ``[`` (and the name holds no ``]``), else double-quoted."""
+    plain = quote_identifier(name)
+    if plain == name:
+        return name
+    if quote == "`":
+        return "`" + name.replace("`", "``") + "`"
+    if quote == "[" and "]" not in name:
+        return f"[{name}]"
+    return plain
 
 
 def identifier_style(identifiers: Sequence[str]) -> NameStyle:
