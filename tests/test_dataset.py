@@ -216,7 +216,12 @@ def test_synthesised_databases_are_said_at_the_start_in_the_manifest_and_eval_re
     assert err[0].startswith("cta dataset: databases: 1 of 1 ") and err[0].endswith(note)
     manifest = read_manifest(out)
     assert manifest is not None
-    assert manifest["databases"] == {"synthesised": ["music"], "synthesis_seed": 7, "note": note}
+    assert manifest["databases"] == {
+        "synthesised": ["music"],
+        "synthesis_seed": 7,
+        "synthesis_seeds": [7],
+        "note": note,
+    }
     report_dir = tmp_path / "report"
     assert main(["eval", str(out), "--model", "oracle", "--out", str(report_dir)]) == 0
     captured = capsys.readouterr()
@@ -249,7 +254,12 @@ def test_require_databases_refuses_to_synthesise(
     assert "synthesised" not in capsys.readouterr().err
     manifest = read_manifest(out)
     assert manifest is not None
-    assert manifest["databases"] == {"synthesised": [], "synthesis_seed": None, "note": None}
+    assert manifest["databases"] == {
+        "synthesised": [],
+        "synthesis_seed": None,
+        "synthesis_seeds": [],
+        "note": None,
+    }
     assert main(["eval", str(out), "--model", "oracle", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["databases"] is None and "synthesised" not in captured.err

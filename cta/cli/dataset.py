@@ -45,13 +45,30 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--tables",
         required=True,
-        help="Spider tables.json · WikiSQL *.tables.jsonl · WTQ root folder (with csv/)",
+        help="Spider tables.json · WikiSQL *.tables.jsonl · WTQ root folder (with csv/) · "
+        "BIRD dev_tables.json",
     )
-    run.add_argument("--questions", help="question file (Spider .json, WikiSQL .jsonl, WTQ .tsv)")
+    run.add_argument(
+        "--questions", help="question file (Spider .json, WikiSQL .jsonl, WTQ .tsv, BIRD dev.json)"
+    )
     run.add_argument(
         "--db-dir",
-        help="Spider database folder (<db_id>/<db_id>.sqlite); a database it lacks is "
-        "synthesised from the schema (said on stderr, in the manifest and in eval reports)",
+        help="Spider or BIRD database folder (<db_id>/<db_id>.sqlite; BIRD's default: "
+        "dev_databases beside dev_tables.json, description CSVs read from it); a database it "
+        "lacks is synthesised from the schema (said on stderr, in the manifest and in eval "
+        "reports)",
+    )
+    run.add_argument(
+        "--statistics",
+        help="BIRD: column statistics to synthesise databases from (sample values, ranges, "
+        "null and unique fractions; the shape of the mini-dev's dev_tables_cleaned.json)",
+    )
+    run.add_argument(
+        "--verify-seeds",
+        type=int,
+        default=None,
+        help="BIRD with --verify: synthesised databases are verified on this many synthesis "
+        "seeds (--synthesis-seed, +1, …; default 3)",
     )
     run.add_argument(
         "--require-databases",
@@ -116,7 +133,7 @@ def _kinds(text: str) -> list[str]:
 def check_inputs(args: argparse.Namespace) -> None:
     """Raise :class:`InvalidTableError` for a missing input before any model is loaded."""
     dataset_format(args.format).check(_kinds(args.kind))  # a kind the format cannot hold
-    if args.format in ("spider", "wikisql") and args.questions is None:
+    if args.format in ("spider", "wikisql", "bird") and args.questions is None:
         raise InvalidTableError(
             "missing_questions", f"--format {args.format} needs --questions (the question file)"
         )
@@ -127,6 +144,14 @@ def check_inputs(args: argparse.Namespace) -> None:
         check_input_path(args.questions, "file")
     if args.db_dir is not None:
         check_input_path(args.db_dir, "folder")
+    if args.statistics is not None:
+        if args.format != "bird":
+            raise InvalidTableError("unsupported_option", "--statistics: only for --format bird")
+        check_input_path(args.statistics, "file")
+    if args.verify_seeds is not None and (args.format != "bird" or args.verify_seeds < 1):
+        raise InvalidTableError(
+            "unsupported_option", "--verify-seeds: a number of seeds, 1 or more, for --format bird"
+        )
     if args.layout != "cta" and args.format != "spider":
         raise InvalidTableError(
             "unsupported_layout", f"--layout {args.layout}: only for --format spider"
@@ -207,6 +232,8 @@ def _run(args: argparse.Namespace) -> int:
             progress=progress,
             judge=equivalent,
             require_databases=args.require_databases,
+            statistics=args.statistics,
+            verify_seeds=args.verify_seeds or (3 if args.format == "bird" else 1),
         )
     except InvalidTableError as exc:
         if exc.problem == "databases_required":
@@ -218,7 +245,12 @@ def _run(args: argparse.Namespace) -> int:
     manifest = build_manifest(
         "cta dataset perturb",
         settings,
-        {"tables": args.tables, "questions": args.questions, "db_dir": args.db_dir},
+        {
+            "tables": args.tables,
+            "questions": args.questions,
+            "db_dir": args.db_dir,
+            "statistics": args.statistics,
+        },
         seeds=list(range(args.seeds)),
         uses_models=pipeline.cache_info().currsize > 0 or sum(proposed) > 0,
         extra={
@@ -234,6 +266,8 @@ def _run(args: argparse.Namespace) -> int:
             "databases": {
                 "synthesised": run.synthesised,
                 "synthesis_seed": args.synthesis_seed if run.synthesised else None,
+                "synthesis_seeds": run.synthesis_seeds
+                or ([args.synthesis_seed] if run.synthesised else []),
                 "note": run.databases,
             },
         },
@@ -258,7 +292,8 @@ def _run(args: argparse.Namespace) -> int:
         shutil.rmtree(staging)
         run = run.model_copy(update={"out_dir": str(out), "files": files})
     else:
-        files = [f for f in files if "/" not in f] + ["database"]
+        files = [f for f in files if "/" not in f]
+        files += ["database"] if (out / "database").is_dir() else []
     write_manifest(out, manifest, files)
     summary = run.model_dump(mode="json")
     failed = 0

@@ -6,8 +6,8 @@ writing each format's files) and :mod:`cta.families`; none of those imports it.
 
 * :mod:`cta.datasets.base` — the protocol core (:func:`run_protocol`, :func:`materialise`,
   :func:`verify`), the :class:`DatasetFormat` protocol and what the drivers share;
-* :mod:`cta.datasets.spider`, :mod:`cta.datasets.wikisql`, :mod:`cta.datasets.wtq` — the
-  drivers;
+* :mod:`cta.datasets.spider`, :mod:`cta.datasets.wikisql`, :mod:`cta.datasets.wtq`,
+  :mod:`cta.datasets.bird` — the drivers (BIRD's registers itself where it lives);
 * :mod:`cta.datasets.registry` — :data:`FORMATS` and :func:`perturb_dataset`, the entry point
   of ``cta dataset perturb`` and of the service's dataset jobs.
 """
@@ -26,6 +26,7 @@ from cta.datasets.base import (
     run_protocol,
     verify,
 )
+from cta.datasets.bird import BIRD, bird_inputs
 from cta.datasets.registry import (
     FORMATS,
     dataset_format,
@@ -43,6 +44,7 @@ from cta.families.model import Database, ProtocolResult, Variant
 from cta.sql.examples import PerturbedExample, SqlExample
 
 __all__ = [
+    "BIRD",
     "FORMATS",
     "Database",
     "DatasetFiles",
@@ -56,6 +58,7 @@ __all__ = [
     "Variant",
     "VerificationRecord",
     "VerificationReport",
+    "bird_inputs",
     "dataset_format",
     "materialise",
     "perturb_dataset",

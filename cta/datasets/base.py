@@ -85,6 +85,7 @@ __all__ = [
     "Proposer",
     "VerificationRecord",
     "VerificationReport",
+    "combine_reports",
     "cta_kinds",
     "cta_only",
     "finish_run",
@@ -121,11 +122,13 @@ def cta_kinds(kinds: Sequence[str]) -> tuple[list[Kind], list[str]]:
 @dataclass(frozen=True)
 class DatasetFiles:
     """Where a dataset lies: the format's table file or folder (Spider ``tables.json``,
-    WikiSQL ``*.tables.jsonl``, the WTQ root), its question file and Spider's databases."""
+    WikiSQL ``*.tables.jsonl``, the WTQ root), its question file, Spider's (BIRD's)
+    databases and BIRD's column statistics (for synthesis)."""
 
     tables: str | Path
     questions: str | Path | None = None
     db_dir: str | Path | None = None
+    statistics: str | Path | None = None
 
     def required_questions(self, fmt: str) -> str | Path:
         """The question file of a format that needs one (``missing_questions`` without)."""
@@ -150,6 +153,7 @@ class DatasetRequest:
     progress: Callable[[str], None] | None = None
     judge: EquivalenceJudge | None = None
     require_databases: bool = False  # refuse to synthesise a database the dataset lacks
+    verify_seeds: int = 1  # synthesised databases are verified on this many synthesis seeds
 
     def say(self, message: str) -> None:
         """Report progress (a no-op without a ``progress`` callback)."""
@@ -475,7 +479,8 @@ def materialise(
 
     Originals are copied when the dataset ships a file, written from ``Database.rows``
     when it ships cells, else synthesised from the schema (seeded by ``synthesis_seed``,
-    literal pools and join links from ``examples``' SQL).
+    literal pools and join links from ``examples``' SQL, cells as ``Database.statistics``
+    describe them).
     """
     db_dir = Path(db_dir)
     needed = sorted({v.source for v in result.variants.values()} | {e.db_id for e in examples})
@@ -500,7 +505,9 @@ def materialise(
         elif db.rows is not None:
             create_database(target, db.schema, db.rows)
         else:
-            rows = synthesise_rows(db.schema, synthesis_seed, pools[db_id], links[db_id])
+            rows = synthesise_rows(
+                db.schema, synthesis_seed, pools[db_id], links[db_id], db.statistics
+            )
             create_database(target, db.schema, rows)
         paths[db_id] = target
     for variant in result.variants.values():
@@ -523,6 +530,9 @@ class VerificationRecord(BaseModel):
     status: Status
     reason: str = ""
     rows: int = 0
+    synthesis_seed: int | None = Field(
+        default=None, description="The seed of the synthesised databases it ran on, if any"
+    )
 
 
 class VerificationReport(BaseModel):
@@ -546,8 +556,10 @@ def verify(
     examples: Sequence[SqlExample],
     paths: Mapping[str, Path],
     timeout: float = 30.0,
+    synthesis_seed: int | None = None,
 ) -> VerificationReport:
-    """Execute every original and rewritten query and compare (see :mod:`cta.sql.verify`)."""
+    """Execute every original and rewritten query and compare (see :mod:`cta.sql.verify`);
+    ``synthesis_seed`` marks the records when ``paths`` are synthesised databases."""
     by_id = {ex.id: ex for ex in examples}
     expected: dict[str, tuple[list[tuple[Any, ...]] | ExecutionError, bool]] = {}
     records: list[VerificationRecord] = []
@@ -572,8 +584,15 @@ def verify(
             original=(paths[ex.db_id], ex.sql),
         )
         item = pe.model_dump(include={"id", "kind", "seed", "db_id", "perturbed_db_id"})
-        records.append(VerificationRecord(**item, **outcome.model_dump()))
+        records.append(
+            VerificationRecord(**item, **outcome.model_dump(), synthesis_seed=synthesis_seed)
+        )
     return _report(records)
+
+
+def combine_reports(reports: Iterable[VerificationReport]) -> VerificationReport:
+    """One report over the checks of several (one per set of databases they ran on)."""
+    return _report([r for report in reports for r in report.records])
 
 
 def _report(records: Sequence[VerificationRecord]) -> VerificationReport:
@@ -617,6 +636,10 @@ class DatasetRun(BaseModel):
     databases: str | None = Field(
         default=None, description="What the databases are when synthesised (synthesis_note)"
     )
+    synthesis_seeds: list[int] = Field(
+        default_factory=list,
+        description="The seeds of the synthesised databases every check ran on",
+    )
 
 
 def _verify_into(
@@ -626,11 +649,14 @@ def _verify_into(
     paths: Mapping[str, Path],
     seconds: dict[str, float],
     files: list[str],
+    report: VerificationReport | None = None,
 ) -> dict[str, Any]:
-    """Run :func:`verify`, write ``verification.json``; the summary with its problems."""
+    """Run :func:`verify` (unless ``report`` is given), write ``verification.json``; the
+    summary with its problems."""
     t0 = time.perf_counter()
-    report = verify(result, examples, paths)
-    seconds["verify"] = round(time.perf_counter() - t0, 3)
+    if report is None:
+        report = verify(result, examples, paths)
+    seconds["verify"] = seconds.get("verify", 0.0) + round(time.perf_counter() - t0, 3)
     (out / "verification.json").write_text(report.model_dump_json(indent=1) + "\n")
     files.append("verification.json")
     summary = report.model_dump(exclude={"records"})
@@ -655,14 +681,19 @@ def finish_run(
     files: list[str],
     seconds: dict[str, float],
     databases: Callable[[], AbstractContextManager[Mapping[str, Path]]],
+    verifier: Callable[[Mapping[str, Path]], VerificationReport] | None = None,
 ) -> DatasetRun:
     """Verify ``examples`` on the databases ``databases()`` yields (with
-    ``check_execution``), and sum the run over ``n_examples`` input examples up."""
+    ``check_execution``; by ``verifier`` when given, else :func:`verify`), and sum the run
+    over ``n_examples`` input examples up."""
     verification = None
     if request.check_execution:
         request.say(f"verify: {len(result.examples)} checks")
         with databases() as paths:
-            verification = _verify_into(request.out_dir, result, examples, paths, seconds, files)
+            report = verifier(paths) if verifier is not None else None
+            verification = _verify_into(
+                request.out_dir, result, examples, paths, seconds, files, report
+            )
     items = result.examples
     rewritten = sum(1 for pe in items if pe.sql is not None)
     unchanged = sum(1 for pe in items if pe.perturbed_db_id == pe.db_id)

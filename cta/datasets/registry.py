@@ -73,17 +73,23 @@ def perturb_dataset(
     progress: Callable[[str], None] | None = None,
     judge: EquivalenceJudge | None = None,
     require_databases: bool = False,
+    statistics: str | Path | None = None,
+    verify_seeds: int = 1,
 ) -> DatasetRun:
     """Load a dataset of format ``fmt`` and run its driver.
 
-    ``tables``: Spider ``tables.json`` · WikiSQL ``*.tables.jsonl`` · the WTQ root folder.
-    ``questions``: the question file (required for Spider and WikiSQL; optional for WTQ).
+    ``tables``: Spider ``tables.json`` · WikiSQL ``*.tables.jsonl`` · the WTQ root folder ·
+    BIRD ``dev_tables.json``.
+    ``questions``: the question file (required for Spider, WikiSQL and BIRD; optional for
+    WTQ).
     ``require_databases``: refuse (``databases_required``) rather than synthesise a database
-    the dataset ships no file for.
+    the dataset ships no file for. ``statistics``: BIRD's column statistics, for synthesis;
+    ``verify_seeds``: with ``check_execution``, how many synthesis seeds a synthesised
+    database is verified on (BIRD).
     """
     driver = dataset_format(fmt)
     driver.check(kinds)
-    dataset = driver.load(DatasetFiles(tables, questions, db_dir))
+    dataset = driver.load(DatasetFiles(tables, questions, db_dir, statistics))
     switches = (
         augment,
         check_execution,
@@ -92,5 +98,6 @@ def perturb_dataset(
         progress,
         judge,
         require_databases,
+        verify_seeds,
     )
     return driver.perturb(dataset, DatasetRequest(proposer, Path(out_dir), kinds, seeds, *switches))

@@ -22,6 +22,7 @@ from cta.apply.sample import ValueMode
 from cta.formats.spider import suite_member_target, suite_members
 from cta.sql.database import (
     ColumnRef,
+    ColumnStatistics,
     SchemaPerturbation,
     SqlSchema,
     SqlTable,
@@ -59,6 +60,7 @@ class Database:
     path: Path | None = None
     rows: dict[str, list[tuple[Any, ...]]] | None = None  # cells by table, when no file
     entry: Mapping[str, Any] | None = None  # the Spider ``tables.json`` entry, when Spider
+    statistics: Mapping[ColumnRef, ColumnStatistics] | None = None  # cells, for synthesis
 
     def __post_init__(self) -> None:
         if len(self.tables) != len(self.schema.tables):

@@ -27,6 +27,7 @@ from typing import Any
 
 from cta.formats.tables import (
     SpiderSchema,
+    is_sqlite_type_name,
     load_spider_database,
     parse_spider_entry,
     spider_column_type,
@@ -154,7 +155,8 @@ def spider_schema(entry: Mapping[str, Any]) -> SqlSchema:
 
 
 def sql_schema(parsed: SpiderSchema) -> SqlSchema:
-    """The relational schema of a parsed ``tables.json`` entry."""
+    """The relational schema of a parsed ``tables.json`` entry; a column whose type is an
+    SQLite type name (BIRD's ``integer``, ``real``, ``date``) is declared with it."""
     columns = parsed.columns
     pks, fks = parsed.keys()
     return SqlSchema(
@@ -162,7 +164,11 @@ def sql_schema(parsed: SpiderSchema) -> SqlSchema:
             SqlTable(
                 name=name,
                 columns=tuple(
-                    SqlColumn(columns[i].original, spider_column_type(columns[i].type))
+                    SqlColumn(
+                        columns[i].original,
+                        spider_column_type(columns[i].type),
+                        columns[i].type.upper() if is_sqlite_type_name(columns[i].type) else "",
+                    )
                     for i in parsed.table_columns(t)
                 ),
                 primary_key=tuple(pks.get(t, [])),

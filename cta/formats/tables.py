@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "infer_column_type",
+    "is_sqlite_type_name",
     "json_lines",
     "json_value",
     "load_any",
@@ -89,6 +90,17 @@ _TIME_PATTERNS = tuple(
     )
 )
 _SPIDER_TYPES = {t.value: t for t in ColumnType}
+# BIRD's ``dev_tables.json`` has Spider's shape with SQLite's type names in ``column_types``.
+_SQLITE_TYPE_NAMES = {
+    "integer": ColumnType.NUMBER,
+    "real": ColumnType.NUMBER,
+    "numeric": ColumnType.NUMBER,
+    "float": ColumnType.NUMBER,
+    "double": ColumnType.NUMBER,
+    "date": ColumnType.TIME,
+    "datetime": ColumnType.TIME,
+    "timestamp": ColumnType.TIME,
+}
 _WIKISQL_TYPES = {"real": ColumnType.NUMBER, "text": ColumnType.TEXT}
 
 
@@ -338,8 +350,16 @@ def load_dataframe(
 
 # -- Spider --------------------------------------------------------------------------------------
 def spider_column_type(name: Any) -> ColumnType:
-    """The column type a Spider ``column_types`` entry names (unknown names: ``others``)."""
-    return _SPIDER_TYPES.get(str(name), ColumnType.OTHERS)
+    """The column type a Spider ``column_types`` entry names — Spider's names, or SQLite's
+    as BIRD writes them (``integer``, ``real``, ``date``…); unknown names: ``others``."""
+    text = str(name)
+    return _SPIDER_TYPES.get(text) or _SQLITE_TYPE_NAMES.get(text.lower(), ColumnType.OTHERS)
+
+
+def is_sqlite_type_name(name: Any) -> bool:
+    """Whether a ``column_types`` entry is an SQLite type name (BIRD) rather than one of
+    Spider's own (``number``, ``time``…): such a name is the column's declared type."""
+    return str(name).lower() in _SQLITE_TYPE_NAMES
 
 
 @dataclass(frozen=True)

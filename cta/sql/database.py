@@ -15,6 +15,11 @@
   self-references need no special order). Literals harvested from the queries (``pools``)
   seed the domains and are drawn often, so ``WHERE name = 'Paris'`` sometimes matches
   rather than always returning nothing; numbers are generated around the literals.
+  A schema that says what its cells look like (:class:`ColumnStatistics`: BIRD's sample
+  values, ranges, null and unique fractions) has its domains drawn from that: the sample
+  values first (all of a column's values when it has no more distinct ones than samples),
+  then numbers and dates within the column's range; cells are NULL as often as the
+  column's null fraction says (never in a key).
 - :func:`create_database` / :func:`materialise_perturbed` — SQLite files: tables with their
   declared types, ``PRIMARY KEY`` and ``FOREIGN KEY`` clauses; a perturbed database copies
   every row of the source, in rowid order, under the new schema and fills added columns
@@ -27,6 +32,7 @@ share the identifier rules (SQLite's case-insensitive names) and are read togeth
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +48,7 @@ from cta.table import ColumnType, ForeignKey, ProblemError
 __all__ = [
     "SQLITE_KEYWORDS",
     "ColumnRef",
+    "ColumnStatistics",
     "NewColumn",
     "SchemaError",
     "SchemaPerturbation",
@@ -116,6 +123,25 @@ class ColumnRef:
 
     table: str
     column: str
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """What a schema says of a column's cells, for synthesis: some of its values, its range
+    (numbers, or ISO dates as strings), the share of NULL cells and of distinct values, and
+    the number of distinct values (``None`` where unknown)."""
+
+    sample_values: tuple[Any, ...] = ()
+    min_value: Any = None
+    max_value: Any = None
+    null_fraction: float = 0.0
+    unique_fraction: float | None = None
+    unique_count: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Do the samples hold every distinct value of the column?"""
+        return self.unique_count is not None and 0 < self.unique_count <= len(self.sample_values)
 
 
 @dataclass(frozen=True)
@@ -484,10 +510,46 @@ def _near_literals(literals: Sequence[Any], rng: random.Random) -> float | int:
     return round(value, 2)
 
 
-def _domain_value(column_type: ColumnType, literals: Sequence[Any], rng: random.Random) -> Any:
-    numbers = [v for v in literals if isinstance(v, int | float) and not isinstance(v, bool)]
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _in_range(column_type: ColumnType, stats: ColumnStatistics, rng: random.Random) -> Any:
+    """A value within the column's range (numbers, ISO dates), else ``None``."""
+    low, high = stats.min_value, stats.max_value
+    if _is_number(low) and _is_number(high) and low <= high:
+        if isinstance(low, int) and isinstance(high, int):
+            return rng.randint(low, high)
+        return round(rng.uniform(low, high), 2)
+    if column_type is ColumnType.TIME and isinstance(low, str) and isinstance(high, str):
+        try:
+            first = dt.date.fromisoformat(low[:10]).toordinal()
+            last = dt.date.fromisoformat(high[:10]).toordinal()
+        except ValueError:
+            return None
+        if first > last:
+            return None
+        day = dt.date.fromordinal(rng.randint(first, last)).isoformat()
+        if len(low) > 10:  # a date-time: the same layout as the column's
+            clock = f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+            return f"{day}{low[10]}{clock}"
+        return day
+    return None
+
+
+def _domain_value(
+    column_type: ColumnType,
+    literals: Sequence[Any],
+    rng: random.Random,
+    stats: Sequence[ColumnStatistics] = (),
+) -> Any:
+    numbers = [v for v in literals if _is_number(v)]
     if column_type is ColumnType.NUMBER and numbers:
         return _near_literals(numbers, rng)
+    for stat in stats:
+        value = _in_range(column_type, stat, rng)
+        if value is not None:
+            return value
     return generate_value(column_type, rng)
 
 
@@ -519,13 +581,16 @@ def synthesise_rows(
     seed: int,
     pools: Mapping[ColumnRef, Sequence[Any]] | None = None,
     links: Sequence[tuple[ColumnRef, ColumnRef]] = (),
+    statistics: Mapping[ColumnRef, ColumnStatistics] | None = None,
 ) -> dict[str, list[tuple[Any, ...]]]:
     """Seeded rows for every table of ``schema`` (see the module docstring for the rule).
 
     ``pools`` maps columns to literals the queries compare them with; ``links`` are column
-    pairs the queries join on (beside the declared foreign keys).
+    pairs the queries join on (beside the declared foreign keys); ``statistics`` what the
+    schema says of a column's cells.
     """
     pools = pools or {}
+    stats_of = {_key(r.table, r.column): s for r, s in (statistics or {}).items()}
     domains = _Domains()
     for table in schema.tables:
         for column in table.columns:
@@ -566,13 +631,20 @@ def synthesise_rows(
         wanted = max(n_rows[t.name] for t, _ in group)
         column_type = _class_type(group)
         literals = _distinct(v for t, c in group for v in literal_of.get(_key(t.name, c.name), []))
-        values = literals[:size]
+        stats = [stats_of[k] for k in (_key(t.name, c.name) for t, c in group) if k in stats_of]
+        samples = _distinct(v for s in stats for v in s.sample_values if v is not None)
+        values = _distinct([*literals, *samples])[:size]
+        if stats and not keyed and all(s.complete for s in stats):
+            wanted = len(values) or wanted  # the samples are every value the column holds
         keys = {_value_key(v) for v in values}
         rng = seeded_rng(seed, "domain", *root)
         attempts = 0
         while len(values) < wanted and attempts < 50 * wanted:
             attempts += 1
-            value = _domain_value(column_type, literals, rng)
+            # the column's range first; when it holds no more new values, anything
+            value = _domain_value(
+                column_type, literals, rng, stats if attempts < 20 * wanted else ()
+            )
             if _value_key(value) not in keys:
                 keys.add(_value_key(value))
                 values.append(value)
@@ -584,7 +656,35 @@ def synthesise_rows(
         rows[table.name] = _table_rows(
             table, n_rows[table.name], seed, domains, domain_of, spare_of, keyed_of, literal_of
         )
+        _blank(table, rows[table.name], seed, stats_of)
     return rows
+
+
+def _blank(
+    table: SqlTable,
+    rows: list[tuple[Any, ...]],
+    seed: int,
+    stats_of: Mapping[tuple[str, str], ColumnStatistics],
+) -> None:
+    """Cells set to NULL as often as each column's null fraction says (keys never)."""
+    keys = {sqlite_fold(c) for c in table.primary_key}
+    for i, column in enumerate(table.columns):
+        stats = stats_of.get(_key(table.name, column.name))
+        if stats is None or stats.null_fraction <= 0 or sqlite_fold(column.name) in keys:
+            continue
+        rng = seeded_rng(seed, "nulls", sqlite_fold(table.name), sqlite_fold(column.name))
+        for r, row in enumerate(rows):
+            if rng.random() < stats.null_fraction:
+                rows[r] = (*row[:i], None, *row[i + 1 :])
+
+
+def _fillers(column: SqlColumn, taken: Sequence[Any], n: int) -> list[Any]:
+    """``n`` key values beyond a domain that ran out: numbers after its largest for a number
+    column (an ``INTEGER PRIMARY KEY`` takes nothing else), else ``<column>_<j>``."""
+    if column.type is ColumnType.NUMBER:
+        top = max((int(v) for v in taken if _is_number(v)), default=0)
+        return [top + 1 + j for j in range(n)]
+    return [f"{column.name}_{j}" for j in range(n)]
 
 
 def _single_key(table: SqlTable, column: SqlColumn) -> bool:
@@ -624,7 +724,7 @@ def _table_rows(
             order = list(domain)
             rng.shuffle(order)
             order += spare_of[root]
-            order += [f"{column.name}_{j}" for j in range(max(n - len(order), 0))]
+            order += _fillers(column, order, max(n - len(order), 0))
             columns.append(order[:n])
             continue
         literals = literal_of.get(key, [])
