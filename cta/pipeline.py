@@ -127,14 +127,17 @@ class Pipeline:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Pipeline:
-        """Load every component named in ``settings`` (index, vectors, lexicon, judge); an
-        unknown name fails first (:class:`cta.registry.UnknownComponentError`), before any
-        component loads."""
+        """Load every component named in ``settings`` (retriever, vectors, lexicon, judge,
+        sources, linker); an unknown name fails first (:class:`cta.registry.UnknownNameError`),
+        before any component loads."""
+        # deferred: the shipped components register on import, and some load gensim
+        import cta.providers  # noqa: F401
+
         settings = settings or get_settings()
         registry.check(settings)
         return cls(
             settings=settings,
-            retriever=registry.create("retriever", "dense", settings),
+            retriever=registry.create("retriever", settings.retriever, settings),
             reranker=registry.create("vectors", settings.vectors, settings),
             dictionary=registry.create("lexicon", settings.lexicon, settings),
             judge_model=registry.create("judge", settings.judge, settings),

@@ -6,13 +6,13 @@ the environment with the ``CTA_`` prefix (``CTA_JUDGE_MODEL=roberta-large-mnli``
 ``.env`` file. This module is also the single place that decides where caches and built
 artefacts live (:attr:`Settings.home`).
 
-A component field (``encoder``, ``vectors``, ``lexicon``, ``candidate_sources``, ``judge``)
-holds any name: the registry knows which exist, and the module that implements a component
-registers it there, so a new one needs no edit here. A name is checked where its component is
-built (:func:`cta.registry.create`, :func:`cta.registry.check`), not here: knowing the names
-means importing their modules, and some load heavy libraries (gensim), which
-``import cta; cta.Settings()`` does not. The knobs of judge training are apart, in
-:class:`cta.training.settings.TrainingSettings`.
+A component field (``retriever``, ``encoder``, ``vectors``, ``lexicon``, ``candidate_sources``,
+``entity_linker``, ``judge``) holds any name: the registry knows which exist, and the module
+that implements a component registers it there, so a new one needs no edit here. A name is
+checked where its component is built (:func:`cta.registry.create`, :func:`cta.registry.check`),
+not here: knowing the names means importing their modules (:mod:`cta.providers`), and some load
+heavy libraries (gensim), which ``import cta; cta.Settings()`` does not. The knobs of judge
+training are apart, in :class:`cta.training.settings.TrainingSettings`.
 """
 
 from __future__ import annotations
@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     )
 
     # -- 3.1 retrieve ----------------------------------------------------------------------
+    retriever: str = Field(
+        default="dense",
+        description="Retriever of domain-related corpus tables: dense (the FAISS index, "
+        "queried with CTA_ENCODER)",
+    )
     encoder: str = Field(
         default="minilm",
         description="Table encoder of the dense retriever: minilm (shipped), sentence-transformers, tapas",

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+import retriever.encoders  # noqa: F401 — registers the encoders asked for by name here
+import retriever.rerank  # noqa: F401 — registers the word vectors asked for by name here
 from cta import registry
 from cta.components import (
     ColumnContext,

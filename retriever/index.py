@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+import retriever.encoders  # noqa: F401 — registers the encoders asked for by name here
 from cta import registry
 from cta.annotations import load_annotated_tables
 from cta.components import TableEncoder

@@ -416,7 +416,7 @@ def test_with_entity_schemas_none_nothing_is_linked(tiny_settings: Settings) -> 
 
 
 def test_an_unknown_linker_is_refused_by_name(tiny_settings: Settings) -> None:
-    with pytest.raises(registry.UnknownComponentError, match="CTA_ENTITY_LINKER"):
+    with pytest.raises(registry.UnknownNameError, match="CTA_ENTITY_LINKER"):
         Pipeline.from_settings(tiny_settings.model_copy(update={"entity_linker": "nope"}))
 
 

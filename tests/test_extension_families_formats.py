@@ -32,6 +32,7 @@ from cta.families import (
     unregister_family,
 )
 from cta.families.base import FAMILY_KINDS
+from cta.registry import UnknownNameError
 from cta.sql.database import SqlSchema
 from cta.table import InvalidTableError, Table
 
@@ -146,9 +147,18 @@ def test_a_registered_format_runs_by_name(toys: None, tmp_path: Path) -> None:
         perturb_dataset("table-list", source, None, tmp_path / "o2", propose, ["shuffle"], [0])
 
 
-def test_unregistered_names_are_refused_and_the_built_ins_match_the_wire_kinds() -> None:
+def test_unregistered_names_are_refused_and_the_built_ins_match_the_wire_kinds(
+    tmp_path: Path,
+) -> None:
     assert family_kinds() == FAMILY_KINDS  # the HTTP API's kinds are the registered ones
-    with pytest.raises(InvalidTableError, match="table-list"):
+    with pytest.raises(UnknownNameError, match="table-list") as fmt:
         dataset_format("table-list")
+    assert fmt.value.problem == "unknown_format"
+    tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
+    tables.write_text(json.dumps([ENTRY]))
+    questions.write_text(json.dumps(QUESTIONS))
+    with pytest.raises(UnknownNameError, match="no family named 'reverse-columns'") as family:
+        perturb_dataset("spider", tables, questions, tmp_path / "out", propose, ["reverse-columns"])
+    assert family.value.problem == "unknown_family"
     with pytest.raises(ValueError, match="cannot name a family"):
         register_family("rpl", lambda tools: ReverseColumns())

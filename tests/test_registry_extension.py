@@ -1,10 +1,10 @@
 """A new component is one module plus one registration line, chosen by name in the settings.
 
-This module is that one file for two components: a toy judge backend and a toy candidate
-source. Each is registered by one ``@registry.register(stage, "toy")`` line (in a fixture, so
-that the entries leave the registry after each test), selected by name through
-:class:`~cta.settings.Settings` (``judge="toy"``, ``candidate_sources=["toy"]``) and used by
-the real pipeline over the tiny fixture home. Without the registration the same settings fail
+This module is that one file for three components: a toy judge backend, a toy candidate
+source and a toy retriever. Each is registered by one ``@registry.register(stage, "toy")`` line
+(in a fixture, so that the entries leave the registry after each test), selected by name
+through :class:`~cta.settings.Settings` (``judge="toy"``, ``candidate_sources=["toy"]``,
+``retriever="toy"``) and used by the real pipeline over the tiny fixture home. Without the registration the same settings fail
 with one line naming the known components, and ``cta judge`` builds its judge the same way.
 """
 
@@ -22,7 +22,7 @@ import pytest
 from conftest import columns, tiny_judge
 
 from cta import registry
-from cta.components import ColumnContext, EntailmentModel, SourceProposal
+from cta.components import ColumnContext, EntailmentModel, RetrievedTable, SourceProposal
 from cta.judge.protocol import Judge
 from cta.pipeline import Pipeline
 from cta.results import Candidate, JudgePair, PerturbOptions
@@ -102,9 +102,20 @@ class ToySource:
         )
 
 
+class ToyRetriever:
+    """A retriever that finds no corpus table: ADD names come from the sources alone."""
+
+    def __init__(self) -> None:
+        self.asked: list[str | None] = []
+
+    def retrieve(self, table: Table, k: int) -> list[RetrievedTable]:
+        self.asked.append(table.name)
+        return []
+
+
 @pytest.fixture
 def toy_components() -> Iterator[None]:
-    """The two toy components registered for one test, and forgotten after it."""
+    """The three toy components registered for one test, and forgotten after it."""
 
     @registry.register("judge", "toy")
     def _toy_judge(settings: Settings) -> ToyJudge:
@@ -114,11 +125,16 @@ def toy_components() -> Iterator[None]:
     def _toy_source(settings: Settings) -> ToySource:
         return ToySource()
 
+    @registry.register("retriever", "toy")
+    def _toy_retriever(settings: Settings) -> ToyRetriever:
+        return ToyRetriever()
+
     try:
         yield
     finally:
         registry.unregister("judge", "toy")
         registry.unregister("source", "toy")
+        registry.unregister("retriever", "toy")
 
 
 def _toy_settings(home: Path) -> Settings:
@@ -128,6 +144,7 @@ def _toy_settings(home: Path) -> Settings:
         add_association=None,
         judge="toy",
         candidate_sources=["toy"],
+        retriever="toy",
     )
 
 
@@ -143,6 +160,8 @@ def test_toy_judge_and_source_drive_the_real_pipeline(
     judge = pipeline.judge_model
     assert isinstance(judge, ToyJudge) and isinstance(judge, Judge)
     assert [type(s) for s in pipeline.sources] == [ToySource]  # not the default thesaurus
+    retriever = pipeline.retriever
+    assert isinstance(retriever, ToyRetriever)  # not the dense index of the tiny home
 
     result = pipeline.perturb(BOOKS, PerturbOptions(seed=0))
     by_column = {c.column: c for c in result.columns}
@@ -156,6 +175,7 @@ def test_toy_judge_and_source_drive_the_real_pipeline(
     assert all(not c.replace for name, c in by_column.items() if name != "title")
     sources = {d.source for c in result.columns for d in [*c.replace, *c.add]}
     assert "thesaurus" not in sources and "toy" in sources
+    assert retriever.asked == ["books"]
 
 
 def test_cta_judge_builds_the_judge_the_settings_name(
@@ -177,13 +197,15 @@ def test_cta_judge_builds_the_judge_the_settings_name(
 
 
 def test_without_registration_the_names_are_unknown(tmp_path: Path) -> None:
-    assert "toy" not in registry.names("judge") and "toy" not in registry.names("source")
-    with pytest.raises(registry.UnknownComponentError) as caught:
+    for stage in ("judge", "source", "retriever"):
+        assert "toy" not in registry.names(stage)
+    with pytest.raises(registry.UnknownNameError) as caught:
         Pipeline.from_settings(Settings(home=tmp_path, judge="toy"))  # before anything loads
     message = str(caught.value)
     assert message == "no judge named 'toy' (CTA_JUDGE; known: hf-nli)"
+    assert caught.value.problem == "unknown_component"
     assert isinstance(caught.value, KeyError)  # as registry.create raised before
-    with pytest.raises(registry.UnknownComponentError, match=r"CTA_CANDIDATE_SOURCES; known: "):
+    with pytest.raises(registry.UnknownNameError, match=r"CTA_CANDIDATE_SOURCES; known: "):
         registry.check(Settings(candidate_sources=["thesaurus", "toy"]))
 
 

@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     run = actions.add_parser(
         "perturb", help="RPL/ADD perturbations of every NL–SQL pair, SQL rewritten, databases"
     )
-    run.add_argument("--format", required=True, choices=tuple(FORMATS))
+    run.add_argument("--format", required=True, choices=FORMATS.names())
     run.add_argument(
         "--tables",
         required=True,

@@ -77,7 +77,12 @@ def register(sub: Any) -> None:
         help="judge_train_* settings from a recipe file (the shipped judge's: "
         "models/judge.recipe.json); the options below override it",
     )
-    t.add_argument("--out", type=Path, metavar="DIR", help="output dir (default: the shipped judge, models/judge)")
+    t.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output dir (default: the shipped judge, models/judge)",
+    )
     t.add_argument("--base-model", metavar="PATH", help="encoder to fine-tune (default: MiniLM)")
     t.add_argument("--examples", type=int, metavar="N", help="supervised pairs (default 60000)")
     t.add_argument("--epochs", type=float, metavar="N", help="epochs of the schedule")
@@ -206,9 +211,12 @@ def _run(args: argparse.Namespace) -> int:
 
     hf_logging.disable_progress_bar()  # stderr is for errors here, not loading bars
     try:
+        # deferred: the shipped components register on import (gensim, numpy)
+        import cta.providers  # noqa: F401
+
         # The judge CTA_JUDGE names, built as the pipeline builds it.
         judge: Judge = registry.create("judge", settings.judge, settings)
-    except registry.UnknownComponentError as exc:
+    except registry.UnknownNameError as exc:
         return error(f"judge: {exc}")
     except JudgeError as exc:
         error(f"judge: {exc}")

@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
         "--annotations-base",
         help="annotations folder whose rows come first (default: the settings'; 'none': none)",
     )
-    e.add_argument("--format", choices=tuple(FORMATS), default="spider", help="dataset format")
+    e.add_argument("--format", choices=FORMATS.names(), default="spider", help="dataset format")
     e.add_argument("--tables", help="dataset tables (as cta dataset perturb): curated dataset")
     e.add_argument("--questions", help="question file of the dataset")
     e.add_argument("--db-dir", help="Spider database folder (else synthesised)")

@@ -121,6 +121,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     if not args.pipeline:
         # A component name no module registered stops here (one line), not in /readyz.
+        # deferred: the shipped components register on import (gensim, numpy)
+        import cta.providers  # noqa: F401
+
         registry.check(settings)
     app = create_app(settings, load_factory(args.pipeline))
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")

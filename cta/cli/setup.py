@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import cta.providers  # noqa: F401 — registers the shipped components
 from cta import registry
 from cta.cli._io import error
 from cta.settings import get_settings

@@ -13,7 +13,7 @@ from cta.datasets.spider import SPIDER
 from cta.datasets.wikisql import WIKISQL
 from cta.datasets.wtq import WTQ
 from cta.families.naming import EquivalenceJudge
-from cta.table import InvalidTableError
+from cta.registry import Registry
 
 __all__ = [
     "FORMATS",
@@ -23,21 +23,25 @@ __all__ = [
     "unregister_format",
 ]
 
-FORMATS: dict[str, DatasetFormat[Any]] = {}
+
+def _must_be(name: str, known: Sequence[str]) -> str:
+    *first, last = known
+    return f"dataset format must be {', '.join(first)} or {last}, not {name!r}"
+
+
+FORMATS: Registry[DatasetFormat[Any]] = Registry("dataset format", "unknown_format", _must_be)
 """Every driver by its ``--format`` name (:func:`register_format` adds one)."""
 
 
 def register_format(driver: DatasetFormat[Any]) -> None:
     """Make a driver runnable by its ``name`` (:func:`perturb_dataset`, the service's dataset
     jobs): one line beside the driver."""
-    if not driver.name:
-        raise ValueError("a dataset format needs a name")
-    FORMATS[driver.name] = driver
+    FORMATS.register(driver.name, driver)
 
 
 def unregister_format(name: str) -> None:
     """Forget a driver registered by :func:`register_format` (a plug-in's or a test's)."""
-    FORMATS.pop(name, None)
+    FORMATS.unregister(name)
 
 
 register_format(SPIDER)
@@ -46,14 +50,9 @@ register_format(WTQ)
 
 
 def dataset_format(name: str) -> DatasetFormat[Any]:
-    """The driver of format ``name`` (``unknown_format`` for a name no driver has)."""
-    driver = FORMATS.get(name)
-    if driver is None:
-        *first, last = FORMATS
-        raise InvalidTableError(
-            "unknown_format", f"dataset format must be {', '.join(first)} or {last}, not {name!r}"
-        )
-    return driver
+    """The driver of format ``name`` (:class:`~cta.registry.UnknownNameError`,
+    ``unknown_format``, for a name no driver has)."""
+    return FORMATS.get(name)
 
 
 def perturb_dataset(

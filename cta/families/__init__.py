@@ -51,6 +51,7 @@ from cta.families.naming import (
     TableRename,
 )
 from cta.families.structure import Normalise, OpaqueKeys, RemoveColumn, Shuffle
+from cta.registry import Registry
 from cta.results import PerturbationResult
 from cta.table import Table
 
@@ -60,6 +61,7 @@ __all__ = [
     "ColumnMerge",
     "ColumnSplit",
     "ContentEquivalence",
+    "FAMILIES",
     "DbEdit",
     "EquivalenceJudge",
     "Family",
@@ -99,7 +101,8 @@ class FamilyTools:
 FamilyFactory = Callable[[FamilyTools], Family]
 """Builds one family for a run."""
 
-_FAMILIES: dict[str, FamilyFactory] = {}
+FAMILIES: Registry[FamilyFactory] = Registry("family", "unknown_family")
+"""Every family that can run, by kind (:func:`register_family` adds one)."""
 
 
 def register_family(kind: str, factory: FamilyFactory) -> None:
@@ -107,17 +110,17 @@ def register_family(kind: str, factory: FamilyFactory) -> None:
     :func:`cta.datasets.perturb_dataset`): one line beside the family's class."""
     if kind in ("rpl", "add", "all", "original") or not kind:
         raise ValueError(f"{kind!r} cannot name a family")
-    _FAMILIES[kind] = factory
+    FAMILIES.register(kind, factory)
 
 
 def unregister_family(kind: str) -> None:
     """Forget a family registered by :func:`register_family` (a plug-in's or a test's)."""
-    _FAMILIES.pop(kind, None)
+    FAMILIES.unregister(kind)
 
 
 def family_kinds() -> tuple[str, ...]:
     """Every family that can run, in registration order (the seed papers' first)."""
-    return tuple(_FAMILIES)
+    return FAMILIES.names()
 
 
 register_family("abbreviation", lambda tools: Abbreviation(tools.judge))
@@ -139,9 +142,8 @@ def make_families(
     proposer: Callable[[Sequence[Table]], list[PerturbationResult]],
     judge: EquivalenceJudge,
 ) -> dict[str, Family]:
-    """The families named by ``kinds``, sharing one memo of the pipeline's proposals."""
-    unknown = [k for k in kinds if k not in _FAMILIES]
-    if unknown:
-        raise ValueError(f"unknown families: {', '.join(unknown)}")
+    """The families named by ``kinds``, sharing one memo of the pipeline's proposals
+    (:class:`~cta.registry.UnknownNameError`, ``unknown_family``, for a kind none registered)."""
+    factories = {k: FAMILIES.get(k) for k in kinds}
     tools = FamilyTools(Proposals(proposer), judge)
-    return {k: _FAMILIES[k](tools) for k in kinds}
+    return {k: factory(tools) for k, factory in factories.items()}

@@ -132,6 +132,9 @@ class _EncoderActor:
     """An index encoder (made once per actor) encoding chunks of tables."""
 
     def __init__(self, settings: Settings) -> None:
+        # deferred: in the actor's process, the shipped components register on import
+        import cta.providers  # noqa: F401
+
         self.encoder: TableEncoder = registry.create("encoder", settings.encoder, settings)
 
     def encode(self, tables: list[Table], batch_size: int) -> Any:
