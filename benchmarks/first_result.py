@@ -112,9 +112,13 @@ def _child(table: Path) -> None:
     from cta.table import Table
 
     settings = get_settings()
-    timed("registry check (provider imports)", lambda: registry.check(settings))
+    timed(
+        "registry check (provider imports)",
+        lambda: (__import__("cta.providers"), registry.check(settings)),
+    )
     retriever = timed(
-        "retriever (index + MiniLM)", lambda: registry.create("retriever", "dense", settings)
+        "retriever (index + MiniLM)",
+        lambda: registry.create("retriever", settings.retriever, settings),
     )
     reranker = timed(
         "reranker vectors", lambda: registry.create("vectors", settings.vectors, settings)
