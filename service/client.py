@@ -66,19 +66,24 @@ _Outcome = httpx.Response | httpx.TransportError
 
 
 class ServiceError(Exception):
-    """An error answer of the service: HTTP status, problem code and message."""
+    """An error answer of the service: HTTP status, problem code and message, and — on a
+    422 — ``location``, where in the request the problem is (``body.table.rows.0.1``,
+    ``query.limit``; ``body`` alone for the body as a whole; None on other answers)."""
 
-    def __init__(self, status_code: int, problem: str, message: str) -> None:
+    def __init__(
+        self, status_code: int, problem: str, message: str, location: str | None = None
+    ) -> None:
         super().__init__(f"{status_code} {problem}: {message}")
         self.status_code = status_code
         self.problem = problem
         self.message = message
+        self.location = location
 
     @classmethod
     def from_response(cls, response: httpx.Response) -> ServiceError:
         try:
             body = Problem.model_validate_json(response.content)
-            return cls(response.status_code, body.problem, body.message)
+            return cls(response.status_code, body.problem, body.message, body.location)
         except ValueError:
             return cls(response.status_code, f"http_{response.status_code}", response.text[:500])
 

@@ -69,9 +69,16 @@ def test_sync_client_raises_service_errors_with_the_problem_code(tmp_path: Path)
         with pytest.raises(ServiceError) as err:
             cta.perturb(bad)
         assert (err.value.status_code, err.value.problem) == (422, "unknown_column")
+        assert err.value.location == "body.table"  # a table that breaks a rule of its own
+        with pytest.raises(ServiceError) as invalid:
+            cta.judge([{"target": {"name": "a"}}])
+        assert (invalid.value.problem, invalid.value.location) == (
+            "invalid_request",
+            "body.pairs.0.candidate",
+        )
         with pytest.raises(ServiceError) as missing:
             cta.job("0" * 32)
-        assert missing.value.status_code == 404
+        assert (missing.value.status_code, missing.value.location) == (404, None)
         job = cta.submit([wtq_like_table()])
         assert job.cancel().state == "cancelled"
 

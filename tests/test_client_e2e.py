@@ -19,7 +19,7 @@ from conftest import tiny_env_vars
 from service_fakes import PETS, wtq_like_table
 
 from cta.provenance import tree_sha256
-from service.client import Client
+from service.client import Client, ServiceError
 
 TESTS = Path(__file__).resolve().parent
 CTA = Path(sys.executable).with_name("cta")
@@ -92,6 +92,19 @@ def _exercise(url: str, tmp_path: Path, api_key: str | None = None) -> None:
         assert len(scores) == 1 and 0.0 <= scores[0].e1 <= 1.0
         job = cta.submit([wtq_like_table(i) for i in range(3)])
         assert job.wait(timeout=120).done == 3
+        # a 422 says where the problem is, in the one form of docs/api.md
+        long_title = wtq_like_table()
+        long_title["rows"][0][1] = "x" * 1000  # type: ignore[index]  # max_string_length 512
+        with pytest.raises(ServiceError) as err:
+            cta.perturb(long_title)
+        assert (err.value.status_code, err.value.problem) == (422, "max_string_length")
+        assert err.value.location == "body.table.rows.0.1"
+        with pytest.raises(ServiceError) as bad_limit:
+            cta.jobs(limit=0)
+        assert (bad_limit.value.problem, bad_limit.value.location) == (
+            "invalid_request",
+            "query.limit",
+        )
 
     dataset = tmp_path / "tables.jsonl"
     dataset.write_text("".join(json.dumps(wtq_like_table(i)) + "\n" for i in range(4)))
