@@ -138,10 +138,11 @@ CASES = [
         'SELECT "full name" FROM singer AS s WHERE "order" >= (SELECT avg("order") FROM singer '
         'WHERE "nation ""x""" = s."nation ""x""")',
     ),
-    # quoted original name, double-quoted string literal kept as a literal
+    # quoted original names keep their quotes; a bare one that now needs quoting takes the
+    # query's identifier quotes (backticks); a double-quoted string literal stays a literal
     (
         'SELECT "Home Town" FROM singer WHERE country = "France" ORDER BY `Home Town`',
-        'SELECT "city #1" FROM singer WHERE "nation ""x""" = "France" ORDER BY "city #1"',
+        'SELECT "city #1" FROM singer WHERE `nation "x"` = "France" ORDER BY `city #1`',
     ),
     # GROUP BY / HAVING / ORDER BY with a result alias
     (

@@ -28,7 +28,7 @@ are defined in :mod:`cta.sql.binding` and exported here too, beside the rewrite 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
@@ -42,7 +42,8 @@ from cta.sql.binding import (
     bind_query,
     outer_scope,
 )
-from cta.sql.database import ColumnRef, SqlSchema, quote_identifier, sqlite_fold
+from cta.sql.database import ColumnRef, SqlSchema, sqlite_fold
+from cta.sql.identifiers import quote_like
 
 __all__ = ["BoundQuery", "SqlRewriteError", "bind_query", "rewrite_query"]
 
@@ -55,6 +56,7 @@ def rewrite_query(
     *,
     table_map: Mapping[str, str] | None = None,
     expressions: Mapping[ColumnRef, str] | None = None,
+    quote: str = '"',
 ) -> str:
     """``sql`` rewritten from ``schema`` to ``new_schema`` (see the module docstring).
 
@@ -65,13 +67,23 @@ def rewrite_query(
     where the table's qualifier goes (``{t}first_name || ' ' || {t}last_name``): every
     reference becomes the parenthesised expression, qualified as the reference was. Raises
     :class:`SqlRewriteError` naming what could not be rewritten.
+
+    A name that needs quoting is written in the query's own style: with the quote the
+    reference it replaces was written with, else with the backticks or brackets the query
+    quotes other identifiers with (BIRD's `` `Free Meal Count (K-12)` ``), else with
+    ``quote`` (``"`` or `````, the style of the schema).
     """
     binder = Binder(sql, schema, new_schema, column_map, table_map)
+    style = _query_quote(binder, quote)
+
+    def ident(name: str) -> str:
+        return quote_like(name, style)
+
     exprs = {
         (sqlite_fold(r.table), sqlite_fold(r.column)): t for r, t in (expressions or {}).items()
     }
     edits: dict[tuple[int, int], str] = {}
-    _table_edits(binder, edits)
+    _table_edits(binder, edits, ident)
 
     for column in binder.columns():
         b = binder.bindings[id(column)]
@@ -90,7 +102,7 @@ def rewrite_query(
                 if column.table:
                     edits.pop(binder.span(column.args["table"]), None)
                     start = binder.span(column.args["table"])[0]
-                edits[(start, end)] = quote_identifier(column.name)
+                edits[(start, end)] = ident(column.name)
                 continue
             if column.table:
                 qualifier_node = column.args["table"]
@@ -108,14 +120,15 @@ def rewrite_query(
                     if not b.source.name:
                         raise SqlRewriteError("unsupported", f"{column.name!r} has no qualifier")
                     qualifier = binder.table_map.get(sqlite_fold(b.source.name), b.source.name)
-            text = _substituted(template, qualifier)
+            text = _substituted(template, ident(qualifier) if qualifier else "")
             if _projected_in_derived(binder, scope, column):
-                text = f"{text} AS {quote_identifier(column.name)}"
+                text = f"{text} AS {ident(column.name)}"
             edits[(start, end)] = text
             continue
         if b.kind in ("base", "derived"):
             renamed = sqlite_fold(b.new_name) != sqlite_fold(b.name)
-            text = quote_identifier(b.new_name) if renamed else sql[start:end]
+            own = quote_like(b.new_name, binder.quote_char(column.this) or style)
+            text = own if renamed else sql[start:end]
             compound = isinstance(scope.expression, exp.SetOperation)
             if not column.table and not compound and _captured(binder, scope, column, b):
                 assert b.source is not None
@@ -123,7 +136,7 @@ def rewrite_query(
                     raise SqlRewriteError(
                         "unsupported", f"{column.name!r} would be captured and has no qualifier"
                     )
-                text = f"{quote_identifier(b.source.name)}.{quote_identifier(b.new_name)}"
+                text = f"{ident(b.source.name)}.{own}"
                 edits[(start, end)] = text
             elif renamed:
                 edits[(start, end)] = text
@@ -158,13 +171,13 @@ def rewrite_query(
                         else None
                     )
                     if template is not None:
-                        text = _substituted(template, qualifier if qualify else "")
+                        text = _substituted(template, ident(qualifier) if qualify else "")
                         if _names_read(binder, star_scope):
-                            text = f"{text} AS {quote_identifier(exposed.name)}"
+                            text = f"{text} AS {ident(exposed.name)}"
                         items.append(text)
                         continue
-                    name = quote_identifier(exposed.new_name)
-                    items.append(f"{quote_identifier(qualifier)}.{name}" if qualify else name)
+                    name = ident(exposed.new_name)
+                    items.append(f"{ident(qualifier)}.{name}" if qualify else name)
             edits[star] = ", ".join(items)
 
     out = []
@@ -243,13 +256,24 @@ def _grows(binder: Binder, source: Source, expressions: Mapping[ColumnRef, str])
 
 
 def _substituted(template: str, qualifier: str) -> str:
-    """An expression template (``{t}`` where a qualifier goes) with ``qualifier`` in place."""
-    return (
-        "(" + template.replace("{t}", f"{quote_identifier(qualifier)}." if qualifier else "") + ")"
-    )
+    """An expression template (``{t}`` where a qualifier goes) with ``qualifier`` (quoted
+    already, or empty) in place."""
+    return "(" + template.replace("{t}", f"{qualifier}." if qualifier else "") + ")"
 
 
-def _table_edits(binder: Binder, edits: dict[tuple[int, int], str]) -> None:
+def _query_quote(binder: Binder, default: str) -> str:
+    """The quote the query writes identifiers with: the first backtick or bracket it uses
+    on an identifier, else ``default`` (a double-quoted token may be a string literal)."""
+    for node in binder.tree.find_all(exp.Identifier):
+        char = binder.quote_char(node)
+        if char in ("`", "["):
+            return char
+    return default
+
+
+def _table_edits(
+    binder: Binder, edits: dict[tuple[int, int], str], ident: Callable[[str], str]
+) -> None:
     """Renamed tables: their FROM items, and qualifiers that name them (not aliases)."""
     if not binder.table_map:
         return
@@ -260,7 +284,7 @@ def _table_edits(binder: Binder, edits: dict[tuple[int, int], str]) -> None:
             continue
         if key in cte_names:
             raise SqlRewriteError("unsupported", f"a CTE is named like table {node.name!r}")
-        edits[binder.span(node.this)] = quote_identifier(binder.table_map[key])
+        edits[binder.span(node.this)] = ident(binder.table_map[key])
     for info in binder.selects.values():
         names = [sqlite_fold(s.name) for s in info.sources]
         for source in info.sources:
@@ -281,7 +305,7 @@ def _table_edits(binder: Binder, edits: dict[tuple[int, int], str]) -> None:
             continue  # an alias: stays
         new = binder.table_map.get(sqlite_fold(source.table.name))
         if new is not None:
-            edits[binder.span(qualifier)] = quote_identifier(new)
+            edits[binder.span(qualifier)] = ident(new)
 
 
 def _stars(binder: Binder) -> Iterator[tuple[tuple[int, int], list[Source], bool, Scope]]:
