@@ -2,7 +2,8 @@
 
 A real uvicorn server on loopback (the app of ``cta serve``, API keys on, a SQLite jobs
 database in a temporary home), a ``tables`` job of 100 tables — the first 100 six-column WTQ
-tables when ``/work/shared/data/wtq/csv`` is there, else generated ones of the same shape —
+tables when ``wtq/csv`` of the data folder is there (``--data``, by default ``../shared/data``
+beside the repository; or ``--wtq``), else generated ones of the same shape —
 whose results are written straight into the store: every target column with 3 RPL and 2 ADD
 names (scores drawn with a fixed seed), what a busy CTA run proposes. No engine runs: the
 page's cost is the store, the copy of proposals into review items and the template.
@@ -16,7 +17,7 @@ Measured, each as the wall time of the whole HTTP request (body read):
 
 Writes ``benchmarks/results/review_open.json``::
 
-    nice .venv/bin/python benchmarks/review_open.py
+    nice .venv/bin/python -m benchmarks.review_open
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from benchmarks.service_latency import DEFAULT_WTQ, six_column_tables
+from benchmarks.harness import DEFAULT_DATA
+from benchmarks.service_latency import six_column_tables
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.table import Table
 from service.app import create_app
@@ -107,18 +109,16 @@ def main() -> int:
     parser.add_argument("--tables", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--first-opens", type=int, default=5, help="fresh jobs opened once each")
-    parser.add_argument("--wtq", type=Path, default=DEFAULT_WTQ)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder")
+    parser.add_argument("--wtq", type=Path, help="WTQ csv folder (default: DATA/wtq/csv)")
     parser.add_argument("--out", type=Path, default=OUTPUT)
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="cta-review-bench-"))
     settings = ServiceSettings(home=home, api_keys=[KEY], inprocess_workers=0)
-    source = "wtq" if args.wtq.is_dir() else "generated"
-    raw = (
-        six_column_tables(args.wtq, args.tables)
-        if source == "wtq"
-        else generated_tables(args.tables)
-    )
+    wtq = args.wtq or args.data / "wtq" / "csv"
+    source = "wtq" if wtq.is_dir() else "generated"
+    raw = six_column_tables(wtq, args.tables) if source == "wtq" else generated_tables(args.tables)
     request = TablesJobCreate(kind="tables", tables=raw)
     store = JobStore.from_settings(settings)
     owner = key_hash(KEY)

@@ -10,10 +10,10 @@ Measures what the issue "hostile input and load" asks of the service on this mac
   client that waited the 429's ``Retry-After`` was then admitted (a truthful header); the
   server healthy afterwards.
 
-Tables are real WTQ tables (``../shared/data/wtq/csv``). Writes
-``benchmarks/results/service_hostile_load.json``::
+Tables are real WTQ tables (``wtq/csv`` of the shared data folder, ``../shared/data`` beside the
+repository, or ``--wtq``). Writes ``benchmarks/results/service_hostile_load.json``::
 
-    .venv/bin/python benchmarks/service_hostile_load.py
+    .venv/bin/python -m benchmarks.service_hostile_load
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from service_latency import DEFAULT_WTQ, cta_serve, pipeline_info  # noqa: E402
+from benchmarks.service_latency import DEFAULT_WTQ, cta_serve, pipeline_info
 
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "benchmarks" / "results" / "service_hostile_load.json"

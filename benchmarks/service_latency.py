@@ -1,7 +1,8 @@
 """Latency of ``POST /v1/perturb`` on a real ``cta serve`` with the default models, and overload.
 
-Measures, for 6-column WTQ tables (``/work/shared/data/wtq/csv`` or ``--wtq``), warm (models
-loaded, a few requests sent first):
+Measures, for 6-column WTQ tables (``wtq/csv`` of the data folder ``--data``, by default
+``../shared/data`` beside the repository, or ``--wtq``), warm (models loaded, a few requests
+sent first):
 
 * one client, the same table again and again (the judge's cache is warm);
 * one client, a different table each time (every judge pair new);
@@ -11,8 +12,8 @@ loaded, a few requests sent first):
 and what a client sees under overload: a server with ``CTA_QUEUE_SIZE=4`` hit by 32 requests
 at once answers 429 with ``Retry-After``. Writes ``benchmarks/results/service_latency.json``::
 
-    nice .venv/bin/python benchmarks/service_latency.py            # starts its own servers
-    .venv/bin/python benchmarks/service_latency.py --url http://127.0.0.1:8000   # latency only
+    nice .venv/bin/python -m benchmarks.service_latency            # starts its own servers
+    .venv/bin/python -m benchmarks.service_latency --url http://127.0.0.1:8000   # latency only
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from typing import Any
 
 import httpx
 
+from benchmarks.harness import DEFAULT_DATA
+
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "benchmarks" / "results" / "service_latency.json"
-DEFAULT_WTQ = REPO.parent / "shared" / "data" / "wtq" / "csv"
+DEFAULT_WTQ = DEFAULT_DATA / "wtq" / "csv"
 CTA = Path(sys.executable).with_name("cta")
 
 
@@ -205,12 +208,13 @@ async def _burst(url: str, tables: list[dict[str, Any]], n: int) -> dict[str, An
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="measure an already running service (skips overload)")
-    parser.add_argument("--wtq", type=Path, default=DEFAULT_WTQ)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder")
+    parser.add_argument("--wtq", type=Path, help="WTQ csv folder (default: DATA/wtq/csv)")
     parser.add_argument("--requests", type=int, default=40, help="per measurement")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args()
 
-    tables = six_column_tables(args.wtq, 2 * args.requests + 3)
+    tables = six_column_tables(args.wtq or args.data / "wtq" / "csv", 2 * args.requests + 3)
     report: dict[str, Any] = {
         "machine": {
             "cpus": os.cpu_count(),

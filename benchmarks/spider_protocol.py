@@ -20,8 +20,9 @@ for this benchmark only — whose candidates are the names hardest to rewrite ar
 ``--proposer pipeline`` runs the real CTA pipeline instead (``Pipeline.from_settings``) and
 writes ``spider_<split>_pipeline.json``.
 
-Run: ``nice .venv/bin/python benchmarks/spider_protocol.py --split dev``
-(``--split train_spider`` for the 7,000 training questions).
+Run: ``nice .venv/bin/python -m benchmarks.spider_protocol --split dev``
+(``--split train_spider`` for the 7,000 training questions; Spider is read from ``spider/`` of
+the data folder ``--data``, by default ``../shared/data`` beside the repository, or ``--spider``).
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.harness import DEFAULT_DATA
 from cta.datasets import Proposer, perturb_spider, spider_inputs
 from cta.formats.spider import load_spider
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.sql.rewrite import BoundQuery, bind_query
 from cta.table import ColumnType, Table
 
-SPIDER = Path("/work/shared/data/spider")
 RESULTS = Path(__file__).parent / "results"
 KEYWORDS = ("order", "group", "select", "from", "where", "values", "table", "index", "key")
 
@@ -149,10 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--proposer", choices=("stress", "pipeline"), default="stress")
     parser.add_argument("--out", type=Path, default=None, help="keep outputs here")
-    parser.add_argument("--spider", type=Path, default=SPIDER)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder")
+    parser.add_argument("--spider", type=Path, help="Spider folder (default: DATA/spider)")
     args = parser.parse_args(argv)
 
-    dataset = load_spider(args.spider / "tables.json", args.spider / f"{args.split}.json")
+    spider = args.spider or args.data / "spider"
+    dataset = load_spider(spider / "tables.json", spider / f"{args.split}.json")
     if args.proposer == "stress":
         stress = StressProposer(_literals(dataset))
         proposer: Proposer = stress

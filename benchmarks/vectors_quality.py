@@ -7,11 +7,12 @@ push) on:
    column-name flavoured, written for this benchmark (not from ADVETA or the papers);
    reported on all triples and on the *held-out* ones whose synonym pair does not share a
    WordNet synset (the retrofit never saw them as synonyms);
-2. if ``/work/shared/data/adveta`` is present (evaluation only): per column of Spider,
+2. if ``adveta/`` of the data folder is present (``--data``, by default ``../shared/data``
+   beside the repository; evaluation only): per column of Spider,
    AUROC of cos(column, candidate) separating the human RPL names from the human ADD names;
 3. build time, file size, and ``rank_many`` speed.
 
-Run: ``.venv/bin/python benchmarks/vectors_quality.py [--home DIR]`` →
+Run: ``.venv/bin/python -m benchmarks.vectors_quality [--home DIR] [--data DIR]`` →
 ``benchmarks/results/vectors.json``.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness import DEFAULT_DATA
 from cta.settings import Settings
 from cta.wordnet import load_wordnet
 from cta.words import name_words
@@ -32,7 +34,6 @@ from retriever.rerank import KeyedVectorsReranker, load_vectors
 from retriever.vectors import build_default_vectors, build_glove_retrofit
 
 RESULTS = Path(__file__).parent / "results" / "vectors.json"
-ADVETA = Path("/work/shared/data/adveta")
 
 # (target, synonym, related but not a synonym)
 TRIPLES: tuple[tuple[str, str, str], ...] = (
@@ -143,10 +144,10 @@ def triple_scores(
     }
 
 
-def adveta_scores(reranker: KeyedVectorsReranker) -> dict[str, float] | None:
+def adveta_scores(reranker: KeyedVectorsReranker, adveta: Path) -> dict[str, float] | None:
     rpl_file, add_file = (
-        ADVETA / "spider-rpl-candidates.json",
-        ADVETA / "spider-add-candidates.json",
+        adveta / "spider-rpl-candidates.json",
+        adveta / "spider-add-candidates.json",
     )
     if not (rpl_file.is_file() and add_file.is_file()):
         return None
@@ -195,6 +196,7 @@ def main() -> None:
     parser.add_argument(
         "--home", type=Path, default=None, help="artefact cache (default: CTA home)"
     )
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="shared data folder")
     args = parser.parse_args()
     base = Settings() if args.home is None else Settings(home=args.home)
     wordnet = load_wordnet(base)
@@ -232,7 +234,7 @@ def main() -> None:
         entry = report["variants"][name]  # type: ignore[index]
         entry["all_triples"] = triple_scores(reranker, TRIPLES)
         entry["held_out_triples"] = triple_scores(reranker, held_out)
-        entry["adveta_spider"] = adveta_scores(reranker)
+        entry["adveta_spider"] = adveta_scores(reranker, args.data / "adveta")
     report["rank_many_speed"] = rank_speed(
         variants["glove-retrofit"], list(variants["glove"].kv.index_to_key)
     )

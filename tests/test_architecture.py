@@ -242,14 +242,15 @@ def test_every_document_the_code_cites_is_in_the_repository() -> None:
     assert not missing, f"cited but not in the repository: {missing}"
 
 
-def test_no_test_names_this_machine_s_checkout() -> None:
-    # A test finds ../shared and the repository from its own place: an absolute path of the
-    # machine it was written on (the checkout's parent folder) skips or fails on every other.
+def test_no_code_names_this_machine_s_checkout() -> None:
+    # Code finds ../shared and the repository from its own place (a benchmark: the data folder
+    # of benchmarks.harness, DEFAULT_DATA, or its --data): an absolute path of the machine it
+    # was written on (the checkout's parent folder) skips or fails on every other.
     here = str(ROOT.parent.resolve()).rstrip("/") + "/"
     assert here.count("/") > 1, "the checkout's parent is the root: nothing to look for"
-    named = [
-        str(path.relative_to(ROOT))
-        for path in sorted((ROOT / "tests").rglob("*.py"))
-        if here in path.read_text(encoding="utf-8")
+    files = [
+        p for d in ("tests", "benchmarks", *PACKAGES) for p in sorted((ROOT / d).rglob("*.py"))
     ]
+    files += sorted(p for p in (ROOT / "scripts").iterdir() if p.is_file())
+    named = [str(path.relative_to(ROOT)) for path in files if here in path.read_text("utf-8")]
     assert named == []
