@@ -45,14 +45,13 @@ from cta.families.model import Database, ProtocolResult, Variant
 from cta.formats.bird import (
     DATABASES,
     BirdDataset,
-    Rename,
     load_bird,
     original_descriptions,
     perturbed_descriptions,
     renames_between,
-    rewrite_mentions,
     write_descriptions,
 )
+from cta.formats.mentions import Rename, rewrite_mentions
 from cta.formats.spider import gold_line, perturbed_entry, write_json
 from cta.sql.database import SqlSchema, sqlite_fold, synthesis_note
 from cta.sql.examples import PerturbedExample, SqlExample
@@ -96,11 +95,39 @@ def bird_inputs(dataset: BirdDataset) -> tuple[list[SqlExample], dict[str, Datab
     databases = {}
     for db_id in sorted({ex.db_id for ex in examples}):
         try:
-            db = spider_database(dataset.entries[db_id], dataset.database(db_id))
+            db = spider_database(
+                _distinct_naturals(dataset.entries[db_id]), dataset.database(db_id)
+            )
         except (ValueError, IndexError) as exc:
             raise InvalidTableError("malformed_table", f"{db_id}: {exc}") from None
         databases[db_id] = dataclasses.replace(db, statistics=dataset.statistics.get(db_id))
     return examples, databases
+
+
+def _distinct_naturals(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """``entry`` with natural names unique within each table, as a table needs them: BIRD
+    names some columns alike (``KCT``, ``RVVT`` and ``LAC`` are each "measure of degree of
+    coagulation"); each of those is told apart by its identifier (``… (KCT)``)."""
+    names = entry.get("column_names")
+    originals = entry.get("column_names_original")
+    if not isinstance(names, list) or not isinstance(originals, list):
+        return dict(entry)
+    seen: dict[tuple[Any, str], int] = {}
+    for pair in names:
+        if isinstance(pair, list) and len(pair) == 2:
+            key = (pair[0], str(pair[1]).casefold())
+            seen[key] = seen.get(key, 0) + 1
+    distinct = []
+    for pair, original in zip(names, originals, strict=False):
+        if (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and seen[(pair[0], str(pair[1]).casefold())] > 1
+        ):
+            distinct.append([pair[0], f"{pair[1]} ({original[1]})"])
+        else:
+            distinct.append(pair)
+    return {**entry, "column_names": distinct}
 
 
 class BirdFormat:
@@ -274,7 +301,8 @@ class _BirdRecords:
                 assert variant.edit.perturbation is not None  # an RPL/ADD variant
                 entry, index_map = perturbed_entry(source, variant.db_id, variant.edit.perturbation)
             else:
-                entry, index_map, table_map = entry_of(source, variant.db_id, variant.edit)
+                entry, index_map, _ = entry_of(source, variant.db_id, variant.edit)
+                table_map = _table_places(source, entry, variant.edit.table_map)
             entry["column_types"] = _bird_types(entry, variant, source)
             renames = renames_between(source, entry, index_map, table_map)
             rows = self.dataset.descriptions.get(variant.source, {})
@@ -300,8 +328,9 @@ class _BirdRecords:
         record["SQL"] = pe.sql
         renames = self.renames.get(pe.perturbed_db_id, [])
         if renames and isinstance(record.get("evidence"), str):
+            tables = self.dataset.entries[pe.db_id]["table_names_original"]
             record["evidence"] = rewrite_mentions(
-                record["evidence"], renames, self._kept(pe.id, renames)
+                record["evidence"], renames, self._kept(pe.id, renames), tables
             )
         if pe.question is not None:
             record["question"] = pe.question
@@ -318,6 +347,21 @@ class _BirdRecords:
             for ref in b.columns
             if (sqlite_fold(ref.table), sqlite_fold(ref.column)) not in renamed
         }
+
+
+def _table_places(
+    source: Mapping[str, Any], entry: Mapping[str, Any], renamed: Mapping[str, str]
+) -> dict[int, int]:
+    """Old → new index of every table of ``source`` still in ``entry`` (``renamed``: old →
+    new identifier of the tables an edit renamed)."""
+    new = {sqlite_fold(str(t)): i for i, t in enumerate(entry["table_names_original"])}
+    folded = {sqlite_fold(o): n for o, n in renamed.items()}
+    out = {}
+    for t, name in enumerate(source["table_names_original"]):
+        target = sqlite_fold(folded.get(sqlite_fold(str(name)), str(name)))
+        if target in new:
+            out[t] = new[target]
+    return out
 
 
 def _bird_types(entry: Mapping[str, Any], variant: Variant, source: Mapping[str, Any]) -> list[str]:

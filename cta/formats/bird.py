@@ -28,10 +28,11 @@ beside each its gold file ``<stem>_gold.sql`` (``SQL<TAB>db_id`` a line, BIRD's
 not), ``verification.json`` with ``--verify``, and ``manifest.json`` (inputs, settings, and
 whether the databases were given or synthesised, with the synthesis seeds).
 
-Evidence and descriptions follow the schema: :func:`rewrite_mentions` rewrites every mention
-of a renamed column or table — its identifier bare, qualified, backticked or double-quoted,
-or its natural name — and :func:`perturbed_descriptions` writes the description rows of a
-perturbed database (a renamed column's row renamed, a row per added column).
+Evidence and descriptions follow the schema: :func:`cta.formats.mentions.rewrite_mentions`
+rewrites every mention of a renamed column or table — its identifier bare, qualified,
+backticked or double-quoted, or its natural name — and :func:`perturbed_descriptions` writes
+the description rows of a perturbed database (a renamed column's row renamed, a row per
+added column).
 """
 
 from __future__ import annotations
@@ -39,14 +40,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cta.formats.mentions import Rename, rewrite_mentions
 from cta.sql.database import ColumnRef, ColumnStatistics, sqlite_fold
-from cta.sql.identifiers import is_bare_identifier
 from cta.table import InvalidTableError
 
 __all__ = [
@@ -54,17 +54,14 @@ __all__ = [
     "DESCRIPTIONS",
     "DESCRIPTION_FIELDS",
     "BirdDataset",
-    "Rename",
     "bird_from_metadata",
     "description_path",
     "load_bird",
     "load_statistics",
-    "mentioned",
     "original_descriptions",
     "perturbed_descriptions",
     "read_descriptions",
     "renames_between",
-    "rewrite_mentions",
     "write_descriptions",
 ]
 
@@ -302,19 +299,6 @@ def original_descriptions(
     )
 
 
-# -- mentions in free text ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Rename:
-    """A column (``table`` its table's original identifier) or a table (``table`` None)
-    renamed: identifiers and natural names before and after."""
-
-    old: str
-    new: str
-    old_natural: str
-    new_natural: str
-    table: str | None = None
-
-
 def renames_between(
     entry: Mapping[str, Any],
     new_entry: Mapping[str, Any],
@@ -342,143 +326,6 @@ def renames_between(
         if old_id != new_id or old_natural != new_natural:
             out.append(Rename(old_id, new_id, old_natural, new_natural, str(old_tables[t])))
     return out
-
-
-# a single-quoted value a comparison reads (``= 'EUR'``, ``LIKE 'a%'``, ``IN ('a', 'b')``)
-_VALUE = re.compile(
-    r"(?:[=<>]|\blike|\bin\s*\(|\bbetween|\band|,)\s*'(?:[^'\n]|'')*'", re.IGNORECASE
-)
-_QUALIFIER = re.compile(r"(?:`([^`]+)`|\"([^\"]+)\"|([A-Za-z_][\w]*))\s*\.\s*$")
-
-
-def _spaced(name: str) -> str:
-    """A regular expression for a name whose words may be spaced any way."""
-    return r"\s+".join(re.escape(w) for w in name.split())
-
-
-def _word(pattern: str) -> str:
-    return rf"(?<![\w`\"]){pattern}(?![\w`\"])"
-
-
-def _quote(identifier: str) -> str:
-    """An identifier as free text names it: bare when it can be, else backticked."""
-    return identifier if is_bare_identifier(identifier) else f"`{identifier}`"
-
-
-def _forms(renames: Sequence[Rename]) -> list[tuple[str, str, str, Rename]]:
-    """(pattern, how it is matched, replacement kind, rename), longest pattern first."""
-    forms = []
-    for r in renames:
-        if r.old != r.new:
-            forms.append((rf"`{re.escape(r.old)}`", "quoted", "backtick", r))
-            forms.append((rf"\"{re.escape(r.old)}\"", "quoted", "double", r))
-            forms.append((_word(re.escape(r.old)), "exact", "identifier", r))
-        if r.old_natural.strip() and r.old_natural != r.new_natural:
-            forms.append((_word(_spaced(r.old_natural)), "folded", "natural", r))
-        elif r.old != r.new and r.old_natural.casefold() == r.old.casefold():
-            # a natural name that is the identifier: prose may write it in any case
-            forms.append((_word(re.escape(r.old)), "folded", "natural", r))
-    forms.sort(key=lambda f: -len(f[3].old_natural if f[2] == "natural" else f[3].old))
-    return forms
-
-
-def _protected(text: str) -> list[tuple[int, int]]:
-    spans = []
-    for m in _VALUE.finditer(text):
-        start = text.index("'", m.start())
-        spans.append((start, m.end()))
-    return spans
-
-
-def rewrite_mentions(text: str, renames: Sequence[Rename], kept: Iterable[str] = ()) -> str:
-    """``text`` (BIRD evidence, a description) with every mention of a renamed table or
-    column renamed: a backticked or double-quoted identifier keeps its quotes, a bare one
-    stays bare when the new identifier can (else it is backticked), a natural name becomes
-    the new natural name. A qualified mention (``table.column``) is renamed only when the
-    qualifier is the column's table or an alias; values compared in the text (``= 'EUR'``)
-    are never touched. ``kept``: identifiers of columns the text may also mean that were not
-    renamed — a bare mention of such a name is ambiguous and left as it is."""
-    if not text or not renames:
-        return text
-    keep = {sqlite_fold(k) for k in kept}
-    protected = _protected(text)
-    tables = {sqlite_fold(r.old) for r in renames if r.table is None}
-    table_names = tables | {sqlite_fold(r.table) for r in renames if r.table is not None}
-    edits: list[tuple[int, int, str]] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= a or start >= b for a, b in [*protected, *taken])
-
-    for pattern, match_kind, replacement, rename in _forms(renames):
-        flags = re.IGNORECASE if match_kind != "exact" else 0
-        for m in re.finditer(pattern, text, flags):
-            start, end = m.span()
-            if not free(start, end):
-                continue
-            if match_kind == "exact" and not _qualifier_fits(text[:start], rename, table_names):
-                continue
-            if replacement == "identifier":
-                if rename.old.casefold() == rename.old_natural.casefold() and not _in_sql(
-                    text, start, end
-                ):
-                    continue  # the word in prose: its natural name (the next form)
-                if rename.table is not None and sqlite_fold(rename.old) in keep:
-                    if not _qualified(text[:start]):
-                        continue
-            if replacement == "backtick":
-                new = f"`{rename.new}`"
-            elif replacement == "double":
-                new = f'"{rename.new}"'
-            elif replacement == "identifier":
-                new = _quote(rename.new)
-            else:
-                new = rename.new_natural
-            edits.append((start, end, new))
-            taken.append((start, end))
-    for start, end, new in sorted(edits, reverse=True):
-        text = text[:start] + new + text[end:]
-    return text
-
-
-_SQL_BEFORE = re.compile(r"(?:[(.,=<>+\-*/]|\brefers?\s+to)\s*$", re.IGNORECASE)
-_SQL_AFTER = re.compile(r"^\s*(?:[=<>!()+\-*/]|(?:not\s+)?(?:in|like|between|is)\b)", re.IGNORECASE)
-
-
-def _in_sql(text: str, start: int, end: int) -> bool:
-    """Is the word at ``text[start:end]`` part of an SQL-like expression (``Currency =
-    'EUR'``, ``AVG(Consumption)``, ``refers to Segment``) rather than prose?"""
-    return bool(_SQL_BEFORE.search(text[:start]) or _SQL_AFTER.match(text[end:]))
-
-
-def _qualified(before: str) -> bool:
-    return _QUALIFIER.search(before) is not None
-
-
-def _qualifier_fits(before: str, rename: Rename, table_names: set[str]) -> bool:
-    """A bare identifier after ``q.``: the column's own table or an alias, not another
-    table of the schema the text names."""
-    m = _QUALIFIER.search(before)
-    if m is None or rename.table is None:
-        return True
-    qualifier = sqlite_fold(next(g for g in m.groups() if g))
-    if qualifier == sqlite_fold(rename.table):
-        return True
-    return qualifier not in table_names
-
-
-def mentioned(text: str, renames: Sequence[Rename]) -> list[str]:
-    """The old names of ``renames`` that ``text`` mentions (as :func:`rewrite_mentions`
-    finds them, values left out): what a rewrite must leave none of."""
-    protected = _protected(text)
-    found = []
-    for pattern, match_kind, _, _ in _forms(renames):
-        flags = re.IGNORECASE if match_kind != "exact" else 0
-        for m in re.finditer(pattern, text, flags):
-            if all(m.end() <= a or m.start() >= b for a, b in protected):
-                found.append(m.group(0).strip('`"'))
-                break
-    return found
 
 
 # -- statistics and a BIRD layout from them --------------------------------------------------------

@@ -8,7 +8,9 @@ in the style of the schema's own identifiers (``snake_case``, ``PascalCase``…)
 
 * is *bare* — ASCII letters, digits and ``_``, never starting with a digit — so no parser
   built on Spider (nor the official evaluator, which reads a double-quoted name as a string)
-  ever meets a quoted identifier with spaces;
+  ever meets a quoted identifier with spaces; the one exception is a table whose own
+  identifiers mostly hold spaces (BIRD's ``Free Meal Count (K-12)``, never Spider's), where
+  the new identifier is spaced like theirs and quoted wherever SQL names it;
 * is never a reserved word: neither an SQLite keyword nor a word of the Spider evaluator's
   grammar (clause words and the five aggregates — ``Avg``, ``Count``, ``Order`` would be read
   as syntax); such a name gets a trailing ``_`` (``order_``), the usual convention.
@@ -128,8 +130,13 @@ def quote_like(name: str, quote: str) -> str:
 
 def identifier_style(identifiers: Sequence[str]) -> NameStyle:
     """The style of a schema's identifiers (:func:`~cta.names.table_style`), with a word
-    joiner an identifier can hold: a space or hyphen becomes ``_``."""
+    joiner an identifier can hold: a space or hyphen becomes ``_`` — unless most of the
+    identifiers hold spaces themselves (BIRD's ``Free Meal Count (K-12)``, ``County Code``),
+    where a space is their own style and stays (see :func:`sql_identifier`)."""
     style = table_style(list(identifiers))
+    spaced = 2 * sum(1 for name in identifiers if " " in name.strip()) > len(identifiers)
+    if spaced:
+        return dataclasses.replace(style, joiner=" ")
     if style.joiner in (" ", "-"):
         style = dataclasses.replace(style, joiner="_")
     capitalised = sum(1 for name in identifiers if name[:1].isupper())
@@ -138,13 +145,28 @@ def identifier_style(identifiers: Sequence[str]) -> NameStyle:
     return style
 
 
+def _spaced_identifier(text: str, style: NameStyle) -> str:
+    """Words joined by spaces as a spaced schema writes them (``Free Meal Count (K-12)``):
+    letters, digits, brackets, ``-`` and ``%`` kept, other punctuation a word break; quoted
+    wherever SQL names it. A single word stays bare, so it follows the bare rules."""
+    text = re.sub(r"[^A-Za-z0-9()%\-]+", " ", text).strip() or "column"
+    ident = restyle(text, style)
+    if " " not in ident:
+        return sql_identifier(ident, dataclasses.replace(style, joiner="_"))
+    return ident
+
+
 def sql_identifier(natural: str, style: NameStyle) -> str:
-    """A bare, unreserved SQL identifier for the natural name ``natural``, written in
-    ``style`` (see :func:`identifier_style`): accents dropped, ``%``/``#``/``&`` spelled out,
-    other punctuation a word break, ``col`` before a leading digit, ``_`` after a reserved
-    word. Deterministic; uniqueness within a table is the caller's check."""
+    """An unreserved SQL identifier for the natural name ``natural``, written in ``style``
+    (see :func:`identifier_style`): accents dropped, ``%``/``#``/``&`` spelled out, other
+    punctuation a word break, ``col`` before a leading digit, ``_`` after a reserved word —
+    bare, unless ``style`` joins words with spaces (a schema whose identifiers mostly hold
+    spaces: there they are words joined by spaces, brackets and ``-`` kept). Deterministic;
+    uniqueness within a table is the caller's check."""
     text = unicodedata.normalize("NFKD", natural).encode("ascii", "ignore").decode("ascii")
     text = text.replace("'", "")
+    if style.joiner == " ":
+        return _spaced_identifier(text, style)
     for symbol, word in _SYMBOL_WORDS.items():
         text = text.replace(symbol, word)
     # words as written (case kept, camelCase intact for restyle to split)
