@@ -49,7 +49,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from cta.annotations import AnnotatedTable, load_annotated_tables
-from cta.pipeline import PairKey, Pipeline
+from cta.judge.protocol import PairKey
+from cta.pipeline import Pipeline
 from cta.settings import Settings
 from cta.table import ColumnType, InvalidTableError
 from cta.words import name_key, word_zipf

@@ -39,7 +39,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np
 
-from cta.judge.decide import is_add_against, is_rpl, passes_add
+from cta.judge.decide import DecisionRule
 from cta.judge.nli import BidirectionalJudge, HFEntailmentModel
 from cta.results import JudgeColumn, JudgePair
 from cta.settings import Settings
@@ -136,14 +136,19 @@ def rates(
     rpl = [s for s, k in zip(scores, kinds, strict=True) if k == "rpl"]
     add = [s for s, k in zip(scores, kinds, strict=True) if k == "add"]
     add_every = [e for e, k in zip(every, kinds, strict=True) if k == "add"]
-    thr, athr = settings.rpl_threshold, settings.add_threshold
+    rule = _thresholds(settings)
     return {
-        "rpl_accepted_as_rpl": _share(is_rpl(a, b, thr) for a, b in rpl),
-        "add_accepted_as_rpl": _share(is_rpl(a, b, thr) for a, b in add),
-        "add_passes_add_vs_target": _share(is_add_against(a, b, athr) for a, b in add),
+        "rpl_accepted_as_rpl": _share(rule.is_rpl(a, b) for a, b in rpl),
+        "add_accepted_as_rpl": _share(rule.is_rpl(a, b) for a, b in add),
+        "add_passes_add_vs_target": _share(rule.is_add_against(a, b) for a, b in add),
         "add_passes_add_vs_every_column": _share(add_every),
-        "rpl_passes_add_vs_target": _share(is_add_against(a, b, athr) for a, b in rpl),
+        "rpl_passes_add_vs_target": _share(rule.is_add_against(a, b) for a, b in rpl),
     }
+
+
+def _thresholds(settings: Settings) -> DecisionRule:
+    """The settings' thresholds with the paper's aggregations (min for RPL, max for ADD)."""
+    return DecisionRule(rpl_threshold=settings.rpl_threshold, add_threshold=settings.add_threshold)
 
 
 def _share(flags: Any) -> float:
@@ -270,7 +275,7 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
                                 for c in columns
                             ]
                         )
-                        every.append(passes_add(against, settings.add_threshold))
+                        every.append(_thresholds(settings).passes_add(against))
     scores = judge.score(pairs)
     mins = np.array([min(s) for s in scores])
     labels = np.array(kinds)
@@ -292,7 +297,7 @@ def annotations_dev(judge: BidirectionalJudge, settings: Settings) -> dict[str, 
             settings,
         ),
         "neither_accepted_as_rpl": _share(
-            is_rpl(a, b, settings.rpl_threshold)
+            _thresholds(settings).is_rpl(a, b)
             for (a, b), k in zip(scores, kinds, strict=True)
             if k == "neither"
         ),
@@ -324,8 +329,6 @@ PAPER_CASES: list[tuple[str, str, str, str, str]] = [
 
 def paper_cases(judge: BidirectionalJudge, settings: Settings) -> list[dict[str, Any]]:
     """Each paper case with e1, e2, association and the single-pair verdict."""
-    from cta.judge.decide import DecisionRule
-
     rule = DecisionRule.from_settings(settings)
     pairs = [
         JudgePair(
@@ -487,7 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     every_scores = iter(judge.score(every_pairs))
     every = [
-        passes_add([next(every_scores) for _ in columns_of[r["table"]]], settings.add_threshold)
+        _thresholds(settings).passes_add([next(every_scores) for _ in columns_of[r["table"]]])
         for r in records
     ]
     scoring_seconds = time.perf_counter() - began

@@ -23,7 +23,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from cta.context import primary_entity
-from cta.judge.decide import DecisionRule, add_name_problem, is_new_column
+from cta.judge.add_rule import add_name_problem, is_new_column
+from cta.judge.decide import DecisionRule
 from cta.judge.nli import render
 from cta.pipeline import Pipeline
 from cta.results import Candidate

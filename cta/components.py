@@ -173,7 +173,7 @@ class KnownNames(Protocol):
 @runtime_checkable
 class NameEquivalence(Protocol):
     """Knows column names that mean the same, or one of which is a broader name for the
-    other (the thesaurus, WordNet): the ADD guard (:func:`cta.judge.decide.add_clash`)
+    other (the thesaurus, WordNet): the ADD guard (:func:`cta.judge.add_rule.add_clash`)
     asks every component that implements it."""
 
     def same_meaning(self, a: str, b: str) -> bool:

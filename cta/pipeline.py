@@ -4,9 +4,8 @@
 It owns no model code itself: each stage is a component picked by name in
 :class:`~cta.settings.Settings` and reached through the contracts of :mod:`cta.components`.
 Judge work is batched across all columns of all tables of a call, so the pipeline spends its
-time in model forward passes rather than in Python. It is one file because the stages, the
-judge's two passes and the decision share one private plan per table (``_TablePlan``,
-``PairKey``): split, each part would reach into the others' internals.
+time in model forward passes rather than in Python. The ADD rule's stages are
+:mod:`cta.judge.add_rule`, called here in order with the judge's batched work.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from cta import registry
 from cta.apply.sample import sample_perturbations
@@ -32,11 +30,12 @@ from cta.components import (
     TableLink,
 )
 from cta.context import primary_entity as find_primary_entity
-from cta.judge.decide import DecisionRule, SameMeaning, add_name_problem, is_new_column
-from cta.judge.decide import association as association_of
-from cta.judge.protocol import Judge
+from cta.judge import add_rule
+from cta.judge.add_rule import SameMeaning
+from cta.judge.decide import DecisionRule
+from cta.judge.protocol import Judge, PairKey
 from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
-from cta.pool import natural_pool, shared_columns
+from cta.pool import first_of_each_name, natural_pool, shared_columns
 from cta.results import (
     Candidate,
     CandidateReport,
@@ -55,8 +54,6 @@ from cta.words import name_key
 
 log = logging.getLogger(__name__)
 
-#: ADD lists: where a name without a rank group goes (after every grouped one)
-_GROUP_LAST = 1_000
 #: the candidate source of the linked entity schema (:mod:`retriever.entity_linker`)
 _SCHEMA_SOURCE = "entity-schema"
 
@@ -265,8 +262,12 @@ class Pipeline:
                         for c in dictionary
                         if is_natural_name(c.name, self.settings.dictionary_min_zipf, target.name)
                     ],
-                    equivalent=[c for c in _union(equivalent) if name_key(c.name) not in own],
-                    associated=[c for c in _union(associated) if name_key(c.name) not in own],
+                    equivalent=[
+                        c for c in first_of_each_name(equivalent) if name_key(c.name) not in own
+                    ],
+                    associated=[
+                        c for c in first_of_each_name(associated) if name_key(c.name) not in own
+                    ],
                 )
             )
         return CandidateReport(
@@ -341,7 +342,6 @@ class Pipeline:
             for cand in [*plan.rpl[target.name], *plan.add[target.name]]
         )
         forward = self._probabilities(first, should_stop=should_stop)
-        associating = rule.add_association is not None
         backward_needed = dict.fromkeys(
             key
             for plan in plans
@@ -349,152 +349,35 @@ class Pipeline:
             for key in (PairKey.of(plan.entity, target, c) for c in plan.rpl[target.name])
             if rule.rpl_possible(forward[key][0])
         )
-        # Association is asked of the candidate in its target's type: whether a name belongs
-        # beside a column is not a question of types (and a judge reads a type change alone as
-        # "another column"). Its pairs join pass 1 where e1 leaves the candidate a chance.
-        add_keys: dict[PairKey, PairKey] = {}
-        if associating:
-            add_keys = {
-                key: key._replace(candidate_type=key.column_type)
-                for plan in plans
-                for target in plan.table.targets()
-                for key in (PairKey.of(plan.entity, target, c) for c in plan.add[target.name])
-                if rule.add_possible(forward[key][0])
-            }
-            forward.update(
-                self._probabilities(
-                    dict.fromkeys(k for k in add_keys.values() if k not in forward),
-                    should_stop=should_stop,
-                )
+        # The ADD rule's association pairs join pass 1 where e1 leaves the candidate a chance.
+        asked = add_rule.association_pairs(plans, rule, forward)
+        forward.update(
+            self._probabilities(
+                dict.fromkeys(k for k in asked.values() if k not in forward),
+                should_stop=should_stop,
             )
-            backward_needed.update(dict.fromkeys(add_keys))
-            backward_needed.update(dict.fromkeys(add_keys.values()))
+        )
+        backward_needed.update(dict.fromkeys(asked))
+        backward_needed.update(dict.fromkeys(asked.values()))
         backward = self._probabilities(backward_needed, reverse=True, should_stop=should_stop)
         scores: dict[PairKey, tuple[float, float | None]] = {
             key: (forward[key][0], backward[key][0] if key in backward else None) for key in first
         }
-        association: dict[PairKey, float] = {}
-        if associating:
-            # Association first: keep, per target, the best add_top_k associated candidates
-            # that are not equivalent to it; only those meet the check against every column.
-            for plan in plans:
-                for target in plan.table.targets():
-                    kept: list[tuple[float, Candidate]] = []
-                    for cand in plan.add[target.name]:
-                        key = PairKey.of(plan.entity, target, cand)
-                        if key not in add_keys:
-                            continue  # e1 alone ruled it out
-                        typed = add_keys[key]
-                        value = association_of(forward[typed][1], backward[typed][1])
-                        association[key] = value
-                        if rule.is_add_against(forward[key][0], backward[key][0]) and (
-                            rule.is_associated(value)
-                        ):
-                            kept.append((value, cand))
-                    # by rank group (the linked schema's names first: the target's facet, then
-                    # the rest), then most associated first (unknown association, NaN, last),
-                    # then by name
-                    kept.sort(
-                        key=lambda vc: (
-                            _GROUP_LAST if vc[1].rank_group is None else vc[1].rank_group,
-                            -(vc[0] if vc[0] == vc[0] else -1.0),
-                            vc[1].name,
-                        )
-                    )
-                    plan.add[target.name] = [c for _, c in kept[: rule.add_top_k]]
+        # Association first: per target, the best add_top_k associated candidates not
+        # equivalent to it; only those meet the check against every column (pass 2).
+        association = add_rule.keep_most_associated(plans, rule, asked, forward, backward)
+
+        def entail(pairs: Iterable[PairKey], reverse: bool) -> dict[PairKey, float]:
+            return self._entail(pairs, reverse=reverse, should_stop=should_stop)
+
         # Pass 2: the ADD check, every candidate against every column of its table.
-        new_columns = self._check_adds(plans, rule, scores, should_stop)
+        new_columns = add_rule.check_every_column(
+            plans, rule, scores, entail, self.reranker, self.settings.judge_add_waves
+        )
         return [
             self._decide(p, plan, options, rule, scores, new_columns, association)
             for p, plan in enumerate(plans)
         ]
-
-    def _check_adds(
-        self,
-        plans: Sequence[_TablePlan],
-        rule: DecisionRule,
-        scores: dict[PairKey, tuple[float, float | None]],
-        should_stop: StopCheck | None,
-    ) -> set[_AddKey]:
-        """The ADD candidates equivalent to no column of their table (``passes_add``): the
-        :class:`_AddKey` of each, with every pair it was checked on added to ``scores``.
-
-        A candidate is checked once per table, however many target columns proposed it (the
-        rule looks at every column, the proposing ones included). Its columns are ordered
-        most-similar-first: the proposing targets, then the others by the reranker's
-        similarity to the candidate's name. All e1 come before any e2, in waves over that
-        order (1, 1, 2, 4 … columns; with ``judge_add_waves`` off, one wave of all
-        columns), each wave one batched judge call across every table, and a candidate
-        leaves at the first score that rules it out. Decisions are those of scoring every
-        pair both ways (tests compare); only the number of pairs judged changes.
-        """
-        orders: dict[_AddKey, list[Column]] = {}
-        cands: dict[_AddKey, Candidate] = {}
-        for p, plan in enumerate(plans):
-            proposers: dict[_AddKey, list[Column]] = {}
-            for target in plan.table.targets():
-                for cand in plan.add[target.name]:
-                    group = _AddKey(p, cand.name, cand.type)
-                    proposers.setdefault(group, []).append(target)
-                    cands.setdefault(group, cand)
-            if not proposers:
-                continue
-            by_name = {c.name: c for c in plan.table.columns}
-            groups = list(proposers)
-            # (a pipeline composed without a reranker checks in table order)
-            if self.settings.judge_add_waves and self.reranker is not None:
-                ranked = self.reranker.rank_many(
-                    [g.name for g in groups], list(by_name), len(by_name)
-                )
-            else:
-                ranked = [[] for _ in groups]
-            for group, ranking in zip(groups, ranked, strict=True):
-                order = dict.fromkeys(c.name for c in proposers[group])
-                order.update(dict.fromkeys(name for name, _ in ranking if name in by_name))
-                order.update(dict.fromkeys(by_name))
-                orders[group] = [by_name[name] for name in order]
-
-        def key(group: _AddKey, column: Column) -> PairKey:
-            return PairKey.of(plans[group.plan].entity, column, cands[group])
-
-        known_e1 = {k: e1 for k, (e1, _) in scores.items()}
-        # The proposing targets' e1 are known from pass 1.
-        alive = {
-            g
-            for g, order in orders.items()
-            if all(
-                rule.add_possible(known_e1[key(g, col)]) for col in order if key(g, col) in known_e1
-            )
-        }
-        known_e2 = {k: e2 for k, (_, e2) in scores.items() if e2 is not None}
-        longest = max((len(o) for o in orders.values()), default=0)
-        for reverse in (False, True):
-            known = known_e2 if reverse else known_e1
-            for lo, hi in _waves(longest, self.settings.judge_add_waves):
-                wave = [g for g in orders if g in alive]
-                needed = dict.fromkeys(
-                    key(g, col)
-                    for g in wave
-                    for col in orders[g][lo:hi]
-                    if key(g, col) not in known
-                )
-                known.update(self._entail(needed, reverse=reverse, should_stop=should_stop))
-                for g in wave:
-                    for col in orders[g][lo:hi]:
-                        k = key(g, col)
-                        ok = (
-                            rule.is_add_against(known_e1[k], known_e2[k])
-                            if reverse
-                            else rule.add_possible(known_e1[k])
-                        )
-                        if not ok:
-                            alive.discard(g)
-                            break
-        for group in alive:
-            for col in orders[group]:
-                k = key(group, col)
-                scores[k] = (known_e1[k], known_e2[k])
-        return alive
 
     def _probabilities(
         self,
@@ -538,12 +421,7 @@ class Pipeline:
             table=table, entity=entity, entity_source=source, report=report, link=link
         )
         own = {name_key(c.name) for c in table.columns}
-        names = table.column_names
         same_meaning = self.same_meaning
-        # A retrieved name is added only from a table of the query's domain (one sharing at
-        # least this many of its columns); a rename needs no such support (the judge's
-        # entailment decides it).
-        min_shared = self.settings.add_min_shared_columns
         linker = self.linker if link.schema_ is not None else None
 
         def fits(cand: Candidate, new_column: bool = False) -> bool:
@@ -560,17 +438,17 @@ class Pipeline:
             )
 
         for col in report.columns:
-            rpl = _union(col.equivalent, col.retrieved, col.dictionary)
+            # A rename needs no domain support: the judge's entailment decides it.
+            rpl = first_of_each_name(col.equivalent, col.retrieved, col.dictionary)
             plan.rpl[col.column] = [c for c in rpl if name_key(c.name) not in own and fits(c)]
-            plan.add[col.column] = [
-                c
-                for c in _union(col.associated, col.retrieved)
-                if name_key(c.name) not in own
-                and fits(c, new_column=True)
-                and add_name_problem(c.name, c.source == "retriever", names, entity) is None
-                and is_new_column(c.name, names, entity, same_meaning)
-                and (c.shared_columns is None or c.shared_columns >= min_shared)
-            ]
+            plan.add[col.column] = add_rule.candidates(
+                col,
+                table,
+                entity,
+                fits=lambda c: fits(c, new_column=True),
+                same_meaning=same_meaning,
+                min_shared_columns=self.settings.add_min_shared_columns,
+            )
         if self.add_source is not None:
             for target in table.targets():
                 plan.add[target.name] = self.add_source.add_candidates(
@@ -585,7 +463,7 @@ class Pipeline:
         options: PerturbOptions,
         rule: DecisionRule,
         scores: dict[PairKey, tuple[float, float | None]],
-        new_columns: set[_AddKey],
+        new_columns: set[add_rule.AddKey],
         association: dict[PairKey, float],
     ) -> PerturbationResult:
         columns = []
@@ -596,14 +474,8 @@ class Pipeline:
             for cand in plan.rpl[target.name]:
                 e1, e2 = scores[PairKey.of(plan.entity, target, cand)]
                 if e2 is not None and rule.is_rpl(e1, e2):
-                    replace.append(_decision(cand, e1, e2))
-            add: list[Decision] = []
-            for cand in plan.add[target.name]:
-                if _AddKey(p, cand.name, cand.type) in new_columns:
-                    key = PairKey.of(plan.entity, target, cand)
-                    e1, e2 = scores[key]
-                    if e2 is not None:  # always: every column's pair was scored both ways
-                        add.append(_decision(cand, e1, e2, association.get(key)))
+                    replace.append(Decision.of(cand, e1, e2))
+            add = add_rule.decisions(p, plan, target, scores, new_columns, association)
             # RPL: most mutually entailed first; ADD: most associated first (pass 1 sorted
             # them), or the reranker's order under the paper's rule.
             replace.sort(key=lambda d: (-min(d.e1, d.e2), d.name))
@@ -663,72 +535,3 @@ class Pipeline:
 def _check_stop(should_stop: StopCheck | None) -> None:
     if should_stop is not None and should_stop():
         raise Cancelled("stopped: every request of this call was cancelled")
-
-
-def _union(*lists: Sequence[Candidate]) -> list[Candidate]:
-    """Candidates of all lists, first occurrence of each normalised name wins."""
-    seen: set[str] = set()
-    out = []
-    for cand in (c for candidates in lists for c in candidates):
-        key = name_key(cand.name)
-        if key not in seen:
-            seen.add(key)
-            out.append(cand)
-    return out
-
-
-class PairKey(NamedTuple):
-    """One directed (column ⇒ candidate) pair in a table's context: the judge's unit of work
-    and the key its scores are kept under (everything the judge's texts are made of)."""
-
-    entity: str
-    column: str
-    column_type: ColumnType
-    candidate: str
-    candidate_type: ColumnType
-
-    @classmethod
-    def of(cls, entity: str, column: Column, cand: Candidate) -> PairKey:
-        return cls(entity, column.name, column.type, cand.name, cand.type)
-
-    def judge_pair(self) -> JudgePair:
-        return JudgePair.model_validate(
-            {
-                "entity": self.entity,
-                "target": {"name": self.column, "type": self.column_type},
-                "candidate": {"name": self.candidate, "type": self.candidate_type},
-            }
-        )
-
-
-def _decision(cand: Candidate, e1: float, e2: float, association: float | None = None) -> Decision:
-    return Decision(
-        name=cand.name,
-        type=cand.type,
-        e1=round(float(e1), 6),
-        e2=round(float(e2), 6),
-        association=None if association is None else round(float(association), 6),
-        source=cand.source,
-        provenance=cand.provenance,
-    )
-
-
-class _AddKey(NamedTuple):
-    """One ADD candidate of one table (``plan``: its index in the call), checked once however
-    many target columns proposed it."""
-
-    plan: int
-    name: str
-    type: ColumnType
-
-
-def _waves(columns: int, waves: bool) -> list[tuple[int, int]]:
-    """Position ranges of the ADD check's waves over ``columns`` ordered columns: the
-    proposing target first, then 1, 2, 4 … columns (``waves`` off: one range)."""
-    if not waves:
-        return [(0, columns)] if columns else []
-    out, lo, size = [], 0, 1
-    while lo < columns:
-        out.append((lo, min(columns, lo + size)))
-        lo, size = lo + size, (size * 2 if lo else 1)
-    return out

@@ -11,12 +11,14 @@ from collections.abc import Collection, Sequence
 
 from cta.components import RetrievedTable
 from cta.names import clean_header, is_natural_name, name_type, restyle, table_style
+from cta.results import Candidate
 from cta.table import Column, Table
 from cta.words import name_key
 
 __all__ = [
     "MACHINE_NAMED_SOURCES",
     "candidate_pool",
+    "first_of_each_name",
     "is_machine_named",
     "natural_pool",
     "shared_columns",
@@ -109,3 +111,15 @@ def natural_pool(
         kind = name_type(name) or col.type
         pool[key] = (col.model_copy(update={"name": name, "type": kind}), list(ids))
     return list(pool.values())
+
+
+def first_of_each_name(*lists: Sequence[Candidate]) -> list[Candidate]:
+    """Candidates of all lists, first occurrence of each normalised name wins."""
+    seen: set[str] = set()
+    out = []
+    for cand in (c for candidates in lists for c in candidates):
+        key = name_key(cand.name)
+        if key not in seen:
+            seen.add(key)
+            out.append(cand)
+    return out

@@ -175,6 +175,21 @@ class Decision(BaseModel):
     source: Source
     provenance: str = ""
 
+    @classmethod
+    def of(
+        cls, cand: Candidate, e1: float, e2: float, association: float | None = None
+    ) -> Decision:
+        """``cand`` judged: its scores rounded to 6 decimals (decided on the exact ones)."""
+        return cls(
+            name=cand.name,
+            type=cand.type,
+            e1=round(float(e1), 6),
+            e2=round(float(e2), 6),
+            association=None if association is None else round(float(association), 6),
+            source=cand.source,
+            provenance=cand.provenance,
+        )
+
 
 class ColumnPerturbations(BaseModel):
     """Accepted RPL and ADD names for one target column, best first."""

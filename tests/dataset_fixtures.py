@@ -22,7 +22,7 @@ from typing import Any
 from cta.families.base import FamilyContext, rewrite_for, usage_of
 from cta.families.model import DbEdit, materialise_edit
 from cta.formats.spider import natural_tables, spider_schema
-from cta.judge.decide import is_rpl, passes_add
+from cta.judge.decide import DecisionRule
 from cta.results import ColumnPerturbations, Decision, PerturbationResult
 from cta.settings import Settings
 from cta.sql.database import create_database
@@ -124,8 +124,9 @@ def name_proposer(
     settings = Settings()
     rpl, add = settings.rpl_threshold, settings.add_threshold
     # Scored at the thresholds: the weakest candidates the real rule keeps, so it keeps all.
-    keeps_rpl = is_rpl(rpl, rpl, rpl, settings.rpl_aggregation)
-    keeps_add = passes_add([(add, add)], add, settings.add_aggregation)
+    rule = DecisionRule.from_settings(settings, rpl, add)
+    keeps_rpl = rule.is_rpl(rpl, rpl)
+    keeps_add = rule.passes_add([(add, add)])
 
     def judged(col: Column) -> ColumnPerturbations:
         found = names.get(col.name.lower())

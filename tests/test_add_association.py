@@ -14,7 +14,7 @@ import statistics
 import pytest
 from conftest import columns
 
-from cta.judge.decide import add_clash, add_name_problem
+from cta.judge.add_rule import add_clash, add_name_problem
 from cta.names import clean_header, name_problem
 from cta.pipeline import Pipeline
 from cta.results import JudgeColumn, JudgePair, PerturbOptions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cta.judge.decide import add_clash, is_new_column
+from cta.judge.add_rule import add_clash, is_new_column
 
 
 @pytest.mark.parametrize(

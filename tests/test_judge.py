@@ -16,13 +16,10 @@ from cta import registry
 from cta.cli.main import main
 from cta.judge import (
     BidirectionalJudge,
+    DecisionRule,
     HFEntailmentModel,
     JudgeError,
-    is_add_against,
-    is_rpl,
-    passes_add,
     render,
-    verdict,
 )
 from cta.results import JudgeColumn, JudgePair
 from cta.settings import Settings, get_settings
@@ -387,21 +384,32 @@ def test_template_without_column_slot_is_refused() -> None:
 
 
 def test_decision_rule_boundaries() -> None:
-    assert is_rpl(0.65, 0.9, 0.65) and not is_rpl(0.6499, 0.9, 0.65)
-    assert is_add_against(0.45, 0.1, 0.45) and not is_add_against(0.4501, 0.1, 0.45)
-    assert verdict(0.65, 0.65, 0.65, 0.45) == "RPL"
-    assert verdict(0.9, 0.64, 0.65, 0.45) == "NONE"
-    assert verdict(0.45, 0.2, 0.65, 0.45) == "ADD"
-    assert verdict(0.46, 0.2, 0.65, 0.45) == "NONE"
+    rule = DecisionRule(rpl_threshold=0.65, add_threshold=0.45)
+    assert rule.is_rpl(0.65, 0.9) and not rule.is_rpl(0.6499, 0.9)
+    assert rule.is_add_against(0.45, 0.1) and not rule.is_add_against(0.4501, 0.1)
+    assert rule.verdict(0.65, 0.65) == "RPL"
+    assert rule.verdict(0.9, 0.64) == "NONE"
+    assert rule.verdict(0.45, 0.2) == "ADD"
+    assert rule.verdict(0.46, 0.2) == "NONE"
     # The released code's buggy ADD aggregation, selectable as a setting.
-    assert verdict(0.9, 0.3, 0.65, 0.45, add_aggregation="min") == "ADD"
+    assert DecisionRule(add_aggregation="min").verdict(0.9, 0.3) == "ADD"
+
+
+def test_decision_rule_knows_when_one_direction_settles_a_pair() -> None:
+    rule = DecisionRule()
+    assert rule.rpl_possible(0.65) and not rule.rpl_possible(0.6499)
+    assert rule.add_possible(0.45) and not rule.add_possible(0.4501)
+    mean = DecisionRule(rpl_aggregation="mean", add_aggregation="mean")
+    assert mean.rpl_possible(0.3) and not mean.rpl_possible(0.29)
+    assert mean.add_possible(0.9) and not mean.add_possible(0.91)
 
 
 def test_add_rule_checks_every_column() -> None:
-    assert passes_add([(0.1, 0.2), (0.45, 0.3)], 0.45)
-    assert not passes_add([(0.1, 0.2), (0.3, 0.46)], 0.45)
+    rule = DecisionRule(add_threshold=0.45)
+    assert rule.passes_add([(0.1, 0.2), (0.45, 0.3)])
+    assert not rule.passes_add([(0.1, 0.2), (0.3, 0.46)])
     with pytest.raises(ValueError, match="every original column"):
-        passes_add([], 0.45)
+        rule.passes_add([])
 
 
 # -- registry and CLI ------------------------------------------------------------------------------
@@ -463,7 +471,7 @@ def test_cli_judges_json_lines(
     e1 = model.entailment(["singer song name (text)"], ["singer song title (text)"])[0]
     assert rows[0]["e1"] == pytest.approx(e1, abs=1e-5)
     for row in rows:
-        assert row["verdict"] == verdict(row["e1"], row["e2"], 0.3, 0.45)
+        assert row["verdict"] == DecisionRule(0.3, 0.45).verdict(row["e1"], row["e2"])
 
 
 def test_cli_bad_line_names_the_line(

@@ -142,7 +142,7 @@ def test_an_add_never_names_an_existing_column(tiny_pipeline: Pipeline) -> None:
     import dataclasses
 
     from cta.annotations import ThesaurusEntry
-    from cta.judge.decide import add_clash, is_new_column
+    from cta.judge.add_rule import add_clash, is_new_column
     from retriever.thesaurus import ThesaurusSource
 
     # A thesaurus proposing, beside "author", a broader name of a column ("year" beside
@@ -227,9 +227,11 @@ def _supported(cand: Candidate, settings: Settings) -> bool:
 
 def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[set, set]]:
     """RPL and ADD names per column, recomputed with both directions of every pair."""
-    from cta.judge.decide import is_add_against, is_new_column, is_rpl, passes_add
+    from cta.judge.add_rule import is_new_column
+    from cta.judge.decide import DecisionRule
 
     settings = pipeline.settings
+    rule = DecisionRule.from_settings(settings)
     report = pipeline.candidates(table, seed=seed)
     entity = report.primary_entity or ""
     own = {name_key(n) for n in table.column_names}
@@ -244,7 +246,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
             if name_key(cand.name) in own or another_kind_of_row(cand):
                 continue
             e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
-            if is_rpl(e1, e2, settings.rpl_threshold, settings.rpl_aggregation):
+            if rule.is_rpl(e1, e2):
                 rpl.add(cand.name)
         for cand in _first_of_each_name([*pool.associated, *pool.retrieved]):
             if (
@@ -260,9 +262,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
                 _scores(pipeline, entity, other.name, other.type, cand.name, cand.type)
                 for other in table.columns
             ]
-            if is_add_against(e1, e2, settings.add_threshold, settings.add_aggregation) and (
-                passes_add(every, settings.add_threshold, settings.add_aggregation)
-            ):
+            if rule.is_add_against(e1, e2) and (rule.passes_add(every)):
                 add.add(cand.name)
         out[col.name] = (rpl, add)
     return out
@@ -343,7 +343,7 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
     report = tiny_pipeline.candidates(table, seed=0)
     everything = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
     nothing = tiny_pipeline.perturb(table, PerturbOptions(rpl_threshold=1.0, add_threshold=0.0))
-    from cta.judge.decide import is_new_column
+    from cta.judge.add_rule import is_new_column
 
     for pool, all_in, none_in in zip(
         report.columns, everything.columns, nothing.columns, strict=True

@@ -309,9 +309,7 @@ def entailment_model(
     exact = load("fp32")
     thresholds = (settings.rpl_threshold, settings.add_threshold)
     association = () if settings.add_association is None else (settings.add_association,)
-    return RecheckedEntailment(
-        model, exact, thresholds, settings.judge_recheck_margin, association
-    )
+    return RecheckedEntailment(model, exact, thresholds, settings.judge_recheck_margin, association)
 
 
 # -- the bidirectional judge ----------------------------------------------------------------
@@ -392,7 +390,7 @@ class BidirectionalJudge:
         e2 = P(entail | candidate ⇒ target) — same cache and batching as :meth:`score`.
 
         The pipeline scores e1 first and asks for e2 only where it can still change a
-        decision (:func:`~cta.judge.decide.rpl_possible`, ``add_possible``).
+        decision (:meth:`~cta.judge.decide.DecisionRule.rpl_possible`, ``add_possible``).
         """
         return [entail for entail, _ in self.probabilities(pairs, reverse)]
 

@@ -7,12 +7,13 @@ dedup, cache); a test double or another scorer only has to offer these four memb
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from cta.components import EntailmentModel
-from cta.results import JudgePair
+from cta.results import Candidate, JudgePair
+from cta.table import Column, ColumnType
 
-__all__ = ["Judge"]
+__all__ = ["Judge", "PairKey"]
 
 
 @runtime_checkable
@@ -38,3 +39,27 @@ class Judge(Protocol):
         """(P(entailment), P(neutral)) of each pair in :meth:`entail`'s direction; P(neutral)
         (association, for the ADD rule) is NaN for a judge without a neutral class."""
         ...
+
+
+class PairKey(NamedTuple):
+    """One directed (column ⇒ candidate) pair in a table's context: the judge's unit of work
+    and the key its scores are kept under (everything the judge's texts are made of)."""
+
+    entity: str
+    column: str
+    column_type: ColumnType
+    candidate: str
+    candidate_type: ColumnType
+
+    @classmethod
+    def of(cls, entity: str, column: Column, cand: Candidate) -> PairKey:
+        return cls(entity, column.name, column.type, cand.name, cand.type)
+
+    def judge_pair(self) -> JudgePair:
+        return JudgePair.model_validate(
+            {
+                "entity": self.entity,
+                "target": {"name": self.column, "type": self.column_type},
+                "candidate": {"name": self.candidate, "type": self.candidate_type},
+            }
+        )
