@@ -42,6 +42,11 @@ class SpiderDatabaseResult(BaseModel):
     mappings: list[PerturbedExample] = Field(
         description="Every record × kind × seed: mapping applied, rewritten SQL or problem"
     )
+    descriptions: dict[str, dict[str, list[dict[str, str]]]] = Field(
+        default_factory=dict,
+        description="BIRD: each perturbed database's description rows by table "
+        "(database_description/<table>.csv as records)",
+    )
 
 
 class ItemResult(BaseModel):
@@ -62,6 +67,8 @@ class ItemResult(BaseModel):
     message: str = ""
     gold_columns: list[str] | None = None  # the probe: columns the gold SQL mentions
     linked_columns: dict[str, str] | None = None  # the probe: linked column → strength
+    difficulty: str | None = None  # BIRD's simple, moderate, challenging
+    question_id: int | str | None = None  # BIRD's question_id
 
 
 class Scores(BaseModel):
@@ -93,6 +100,12 @@ class SetResult(BaseModel):
     absolute_drop: dict[str, float | None]
     relative_drop: dict[str, float | None]
     relative_robustness: dict[str, float | None]
+    pre_by_difficulty: dict[str, Scores] = Field(
+        default_factory=dict, description="BIRD: pre by difficulty (empty without one)"
+    )
+    post_by_difficulty: dict[str, Scores] = Field(
+        default_factory=dict, description="BIRD: post by difficulty (empty without one)"
+    )
 
 
 class KindSummary(BaseModel):
@@ -128,6 +141,18 @@ class EvalReport(BaseModel):
         default=None,
         description="What the figures were computed on when the databases were synthesised "
         "from the schema (EX is then not comparable with scores on the dataset's own databases)",
+    )
+    database_folders: list[str] = Field(
+        default_factory=list, description="The folders the databases were read from"
+    )
+    convention: str = Field(
+        default="test-suite",
+        description="How EX compares results: test-suite-sql-eval's (bags of rows, columns in "
+        "any order) or BIRD's (sets of rows)",
+    )
+    original_by_difficulty: dict[str, dict[str, Scores]] = Field(
+        default_factory=dict,
+        description="BIRD: by dataset name, every original question's scores by difficulty",
     )
 
 

@@ -173,20 +173,31 @@ def _submit_dataset(
     kinds: Sequence[str] = ("rpl", "add"),
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     options: PerturbOptions | Mapping[str, Any] | None = None,
+    *,
+    format: str = "spider",
+    descriptions: Mapping[str, Mapping[str, Sequence[Mapping[str, str]]]] | None = None,
     **option_fields: Any,
 ) -> _Call[JobStatus]:
     """Start the ADVETA protocol over a Spider dataset (``tables.json`` entries and
-    question records); one result item per database, holding a SpiderDatabaseResult."""
-    return _new_job(
-        {
-            "kind": "dataset",
-            "spider": list(spider),
-            "questions": list(questions),
-            "kinds": list(kinds),
-            "seeds": list(seeds),
-            "options": _options(options, option_fields),
+    question records) — or a BIRD one, ``format="bird"`` (``dev_tables.json`` entries,
+    ``dev.json`` records, optionally the description rows by database and table); one
+    result item per database, holding a SpiderDatabaseResult."""
+    body: dict[str, Any] = {
+        "kind": "dataset",
+        "spider": list(spider),
+        "questions": list(questions),
+        "kinds": list(kinds),
+        "seeds": list(seeds),
+        "options": _options(options, option_fields),
+    }
+    if format != "spider":
+        body["format"] = format
+    if descriptions is not None:
+        body["descriptions"] = {
+            db: {t: [dict(r) for r in rows] for t, rows in tables.items()}
+            for db, tables in descriptions.items()
         }
-    )
+    return _new_job(body)
 
 
 def _submit_eval(

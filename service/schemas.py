@@ -174,22 +174,36 @@ class SpiderJobCreate(BaseModel):
 
 
 class DatasetJobCreate(BaseModel):
-    """The ADVETA protocol over a Spider-format dataset: one item per database.
+    """The ADVETA protocol over a Spider-format dataset (Spider, or BIRD with
+    ``format="bird"``): one item per database.
 
     Each database's tables are perturbed (every column a question's gold SQL mentions), and
     its question records come back rewritten per kind and seed, with the perturbed
-    ``tables.json`` entries and every mapping (:class:`SpiderDatabaseResult`). A database
-    entry that cannot be read, or records naming a database the payload lacks, become failed
-    items naming the problem.
+    ``tables.json`` entries and every mapping (:class:`SpiderDatabaseResult`; for BIRD the
+    records' ``SQL`` and ``evidence`` rewritten and the perturbed databases' description
+    rows). A database entry that cannot be read, or records naming a database the payload
+    lacks, become failed items naming the problem.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["dataset"]
-    spider: list[dict[str, Any]] = Field(min_length=1, description="Spider tables.json entries")
+    format: Literal["spider", "bird"] = Field(
+        default="spider", description="spider, or bird (BIRD's dev_tables.json and dev.json)"
+    )
+    spider: list[dict[str, Any]] = Field(
+        min_length=1, description="Spider tables.json entries (BIRD: dev_tables.json entries)"
+    )
     questions: list[dict[str, Any]] = Field(
         min_length=1,
-        description="Spider question records (each with db_id and query; other keys kept)",
+        description="Question records, each with db_id and query (BIRD: SQL, and evidence "
+        "rewritten with the schema); other keys kept",
+    )
+    descriptions: dict[str, dict[str, list[dict[str, str]]]] | None = Field(
+        default=None,
+        description="BIRD: description rows by db_id and table (database_description/"
+        "<table>.csv as records: original_column_name, column_name, column_description, "
+        "data_format, value_description)",
     )
     kinds: list[DatasetKind] = Field(
         default=["rpl", "add"],

@@ -351,3 +351,61 @@ def test_identifiers_keep_a_spaced_schemas_style_and_stay_legal(tmp_path: Path) 
         conn.execute("INSERT INTO frpm VALUES (3, 1.5)")
         got = conn.execute(f"SELECT `{new}` * `Free Meal Count (K-12)` FROM frpm").fetchall()
     assert got == [(4.5,)]
+
+
+def test_a_dataset_job_over_bird_rewrites_sql_evidence_and_descriptions(tmp_path: Path) -> None:
+    from service_fakes import running_app
+
+    from service.client import Client, ServiceError
+    from service.settings import ServiceSettings
+
+    entry = next(e for e in _read(TABLES) if e["db_id"] == "debit_card_specializing")
+    records = [r for r in _read(QUESTIONS) if r["db_id"] == "debit_card_specializing"][:4]
+    records.append({"db_id": "debit_card_specializing", "question": "no SQL"})
+    folder = BIRD / "dev_databases" / "debit_card_specializing" / "database_description"
+    descriptions = {
+        "debit_card_specializing": {
+            p.stem: list(csv.DictReader(p.open(encoding="utf-8"))) for p in folder.glob("*.csv")
+        }
+    }
+    settings = ServiceSettings(home=tmp_path, job_poll_seconds=0.05)
+    with running_app(settings) as (http, _):
+        cta = Client("http://testserver", http_client=http, backoff=0)  # type: ignore[arg-type]
+        job = cta.submit_dataset(
+            [entry], records, kinds=["rpl"], seeds=[0], format="bird", descriptions=descriptions
+        )
+        job.wait(poll_interval=0.05, timeout=60)
+        items = list(job.results())
+        with pytest.raises(ServiceError) as refused:
+            cta.submit_dataset([entry], records, kinds=["flatten"], format="bird")
+    assert refused.value.problem == "unsupported_kind"
+    assert [(i.table_id, i.status) for i in items] == [
+        ("debit_card_specializing", "done"),
+        (None, "failed"),
+    ]
+    assert items[1].error is not None and "SQL" in items[1].error.message
+    result = items[0].dataset_result
+    assert result is not None and len(result.questions["rpl_s0"]) == 4
+    for record in result.questions["rpl_s0"]:
+        original = records[record["source_index"]]
+        mapping = next(
+            m
+            for m in result.mappings
+            if m.id == f"debit_card_specializing:{record['source_index']}"
+        )
+        assert record["SQL"] == mapping.sql and record["SQL"] != original["SQL"]
+        evidence = record["evidence"]  # the stand-in's names hold the old ones: drop them
+        for new in (
+            n
+            for m in (mapping.mapping, mapping.sql_mapping)
+            for t in m.values()
+            for n in t.values()
+        ):
+            evidence = evidence.replace(new, " ")
+        for old in (o for t in mapping.sql_mapping.values() for o in t):
+            assert not re.search(rf"(?<![\w`]){re.escape(old)}(?![\w`])", evidence)
+        assert evidence != original["evidence"]
+        described = result.descriptions[record["db_id"]]
+        for table, renames in mapping.sql_mapping.items():
+            names = [r["original_column_name"] for r in described[table]]
+            assert set(renames.values()) <= set(names) and not set(renames) & set(names)

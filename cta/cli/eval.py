@@ -1,6 +1,7 @@
 """``cta eval DIR`` — how much does a text-to-SQL model drop on the perturbed sets?
 
-``DIR`` is a folder written by ``cta dataset perturb --format spider``. Predictions come from
+``DIR`` is a folder written by ``cta dataset perturb --format spider`` (or ``--format bird``:
+scored as BIRD scores, EX over result sets, per difficulty). Predictions come from
 a built-in model (``--model oracle|lexical-probe|nearest-train``), from files
 (``--pred FILE_OR_DIR``), from an HTTP endpoint (``--endpoint URL``) or from a Python
 function (``--entry-point module:function``). Prints a summary (``--json``: the whole
@@ -43,7 +44,8 @@ def register(sub: Any) -> None:
         "--pred",
         metavar="FILE_OR_DIR",
         help="a folder of <set>.sql files (one SQL per line, or JSON lines "
-        '{"question_index"|"id", "sql"}), or one JSON-lines file naming each set',
+        '{"question_index"|"id", "sql"}) or <set>.json in BIRD\'s format, or one JSON-lines '
+        "file naming each set, or one BIRD predictions file (the set whose databases it names)",
     )
     source.add_argument("--endpoint", metavar="URL", help="POST {question, db_id, schema} → {sql}")
     source.add_argument(

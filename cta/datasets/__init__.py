@@ -26,7 +26,7 @@ from cta.datasets.base import (
     run_protocol,
     verify,
 )
-from cta.datasets.bird import BIRD, bird_inputs
+from cta.datasets.bird import BIRD, bird_inputs, perturb_bird_database
 from cta.datasets.registry import (
     FORMATS,
     dataset_format,
@@ -61,6 +61,7 @@ __all__ = [
     "bird_inputs",
     "dataset_format",
     "materialise",
+    "perturb_bird_database",
     "perturb_dataset",
     "perturb_spider",
     "perturb_spider_database",

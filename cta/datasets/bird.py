@@ -21,11 +21,13 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from cta.apply.sample import ValueMode
 from cta.datasets.base import (
     CTA_KINDS,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
+    Proposer,
     VerificationReport,
     bind_examples,
     combine_reports,
@@ -42,6 +44,7 @@ from cta.datasets.registry import register_format
 from cta.datasets.spider import spider_database, tagged
 from cta.families import entry_of
 from cta.families.model import Database, ProtocolResult, Variant
+from cta.families.naming import EquivalenceJudge
 from cta.formats.bird import (
     DATABASES,
     BirdDataset,
@@ -53,12 +56,13 @@ from cta.formats.bird import (
 )
 from cta.formats.mentions import Rename, rewrite_mentions
 from cta.formats.spider import gold_line, perturbed_entry, write_json
+from cta.reports import SpiderDatabaseResult
 from cta.sql.database import SqlSchema, sqlite_fold, synthesis_note
 from cta.sql.examples import PerturbedExample, SqlExample
 from cta.sql.rewrite import BoundQuery, SqlRewriteError
 from cta.table import ColumnType, InvalidTableError
 
-__all__ = ["BIRD", "BIRD_FAMILIES", "BirdFormat", "bird_inputs"]
+__all__ = ["BIRD", "BIRD_FAMILIES", "BirdFormat", "bird_inputs", "perturb_bird_database"]
 
 BIRD_FAMILIES: tuple[str, ...] = (
     "abbreviation",
@@ -404,3 +408,67 @@ def _bird_types(entry: Mapping[str, Any], variant: Variant, source: Mapping[str,
         else:
             out.append(str(ty))
     return out
+
+
+def perturb_bird_database(
+    entry: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    proposer: Proposer,
+    kinds: Sequence[str] = ("rpl", "add"),
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    values: ValueMode = "generate",
+    judge: EquivalenceJudge | None = None,
+    descriptions: Mapping[str, Sequence[Mapping[str, str]]] | None = None,
+) -> SpiderDatabaseResult:
+    """The protocol over one BIRD database (a ``dev_tables.json`` entry), its question records
+    (each with a string ``SQL``) and, optionally, its description rows by table, in memory:
+    what :class:`BirdFormat` writes for that database, without the SQLite files — the
+    perturbed entries, the records per kind and seed (``SQL`` and ``evidence`` rewritten),
+    every mapping and the perturbed databases' description rows. Example ids are
+    ``<db_id>:<position in records>``.
+
+    Raises :class:`~cta.table.InvalidTableError` for an entry, record or kind it cannot take.
+    """
+    BIRD.check(kinds)
+    db_id = entry.get("db_id")
+    if not isinstance(db_id, str) or not db_id:
+        raise InvalidTableError("invalid_bird", "a BIRD entry needs a string db_id")
+    for i, record in enumerate(records):
+        if not isinstance(record.get("SQL"), str):
+            raise InvalidTableError(
+                "invalid_record", f"{db_id}: question record {i} has no string 'SQL'"
+            )
+    rows = {str(t): [dict(r) for r in rs] for t, rs in (descriptions or {}).items()}
+    dataset = BirdDataset(
+        name=db_id,
+        entries={db_id: dict(entry)},
+        records=[dict(r, db_id=db_id) for r in records],
+        descriptions={db_id: rows} if rows else {},
+    )
+    examples, databases = bird_inputs(dataset)
+    bound = bind_examples(examples, databases)
+    builder = _BirdRecords(dataset, examples, bound)
+    families = families_of(kinds, proposer, judge)
+    with tempfile.TemporaryDirectory(prefix="cta-bird-") as tmp:
+        if families:  # they plan on a written original (some read its cells)
+            written = materialise(ProtocolResult([], {}, bound), databases, tmp, examples)
+            databases = {
+                d: dataclasses.replace(db, entry=dataset.entries[d], path=written.get(d))
+                for d, db in databases.items()
+            }
+        result = run_protocol(
+            examples, databases, proposer, kinds, seeds, values,
+            families=families, bound=bound, questions=builder.questions(),
+        )  # fmt: skip
+    builder.add_variants(result)
+    questions: dict[str, list[dict[str, Any]]] = {f"{k}_s{s}": [] for k in kinds for s in seeds}
+    for pe in result.examples:
+        if pe.sql is not None:
+            questions[f"{pe.kind}_s{pe.seed}"].append(builder.perturbed(pe))
+    return SpiderDatabaseResult(
+        db_id=db_id,
+        tables=builder.entries,
+        questions=questions,
+        mappings=result.examples,
+        descriptions=builder.descriptions,
+    )

@@ -13,6 +13,11 @@ Spider leaderboard and Dr.Spider report:
 - a prediction that fails (or runs past the timeout) is wrong; a gold query that fails is
   reported (test-suite-sql-eval refuses such an example).
 
+BIRD's convention (``convention="bird"``, its ``evaluation_ex.py``): both queries run as
+written (no clean-up, ``DISTINCT`` kept), and a prediction is right when its result, as a
+*set* of rows, equals the gold's (``set(predicted) == set(gold)``: row order, duplicates and
+nothing else ignored; the columns in the gold's order); no test suite.
+
 Queries run through :func:`cta.sql.verify.execute` (read-only, interrupted after
 ``timeout`` seconds).
 """
@@ -34,12 +39,15 @@ from cta.lru import LRUCache
 from cta.sql.verify import ExecutionError, execute
 
 Status = Literal["correct", "wrong", "pred_error", "gold_error", "no_prediction"]
+Convention = Literal["test-suite", "bird"]
 DEFAULT_TIMEOUT = 10.0
 _ROW_SAMPLE = 20  # rows used to narrow the column permutations (test-suite samples 20)
 
 __all__ = [
+    "Convention",
     "ExecutionOutcome",
     "ExecutionScorer",
+    "bird_result_eq",
     "order_matters",
     "postprocess",
     "remove_distinct",
@@ -115,6 +123,11 @@ def result_eq(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]], orde
     return False
 
 
+def bird_result_eq(gold: Sequence[Sequence[Any]], pred: Sequence[Sequence[Any]]) -> bool:
+    """BIRD's comparison: the two results as sets of rows are equal."""
+    return {tuple(r) for r in gold} == {tuple(r) for r in pred}
+
+
 @dataclass(frozen=True)
 class ExecutionOutcome:
     """The execution verdict on one prediction; ``message`` says why when not correct."""
@@ -128,13 +141,19 @@ class ExecutionOutcome:
 
 
 class ExecutionScorer:
-    """Scores predictions by execution; results of recent queries are kept (LRU by count)."""
+    """Scores predictions by execution, by test-suite-sql-eval's conventions or BIRD's
+    (``convention``); results of recent queries are kept (LRU by count)."""
 
     def __init__(
-        self, timeout: float = DEFAULT_TIMEOUT, keep_distinct: bool = False, cache_size: int = 512
+        self,
+        timeout: float = DEFAULT_TIMEOUT,
+        keep_distinct: bool = False,
+        cache_size: int = 512,
+        convention: Convention = "test-suite",
     ) -> None:
         self.timeout = timeout
         self.keep_distinct = keep_distinct
+        self.convention = convention
         self._cache: LRUCache[tuple[str, str], list[tuple[Any, ...]] | ExecutionError] = LRUCache(
             cache_size
         )
@@ -152,19 +171,23 @@ class ExecutionScorer:
         return result
 
     def prepare(self, sql: str) -> str:
-        """A query as test-suite-sql-eval runs it (post-processed, DISTINCT removed)."""
+        """A query as test-suite-sql-eval runs it (post-processed, DISTINCT removed); as
+        written under BIRD's convention."""
+        if self.convention == "bird":
+            return sql
         sql = postprocess(sql)
         return sql if self.keep_distinct else remove_distinct(sql)
 
     def score(self, db: str | Path, gold: str, pred: str | None) -> ExecutionOutcome:
         """Run gold and prediction on ``db`` and compare their results — on every database
         of its test suite (each ``.sqlite`` beside it), as test-suite-sql-eval does: correct
-        only when they agree on all of them."""
+        only when they agree on all of them; on ``db`` alone under BIRD's convention."""
         if pred is None or not pred.strip():
             return ExecutionOutcome("no_prediction", "no prediction")
         gold_sql, pred_sql = self.prepare(gold), self.prepare(pred)
         main = Path(db)
-        for path in [main, *suite_members(main)]:
+        bird = self.convention == "bird"
+        for path in [main] if bird else [main, *suite_members(main)]:
             where = "" if path == main else f" (suite database {path.name})"
             expected = self._run(path, gold_sql)
             if isinstance(expected, ExecutionError):
@@ -172,7 +195,12 @@ class ExecutionScorer:
             got = self._run(path, pred_sql)
             if isinstance(got, ExecutionError):
                 return ExecutionOutcome("pred_error", f"prediction fails{where}: {got}")
-            if not result_eq(expected, got, order_matters(gold_sql)):
+            same = (
+                bird_result_eq(expected, got)
+                if bird
+                else result_eq(expected, got, order_matters(gold_sql))
+            )
+            if not same:
                 return ExecutionOutcome(
                     "wrong", f"{len(expected)} gold rows, {len(got)} predicted{where}"
                 )

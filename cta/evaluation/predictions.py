@@ -12,6 +12,13 @@ Files (:class:`FilePredictions`), one per set, named after the set's file
 A single JSON-lines file may hold every set when each line names its question by ``id``
 (``dev_rpl_s0:12``) or by ``set`` and ``question_index``.
 
+BIRD's own format is read too: a JSON object ``{"<key>": "SQL\t----- bird -----\t<db_id>"}``
+(what BIRD's scripts write, ``predict_dev.json``), its keys the questions' positions in the
+set's file (``"0"``, ``"1"``…) or their ``question_id``; and plain lines may end in BIRD's
+``\t----- bird -----\t<db_id>``. Such a file is ``<set>.json`` in a folder, or given alone:
+then it holds the predictions of the set whose databases it names, question by question
+(the original set for a model's predictions on BIRD's own questions).
+
 An endpoint (:class:`EndpointPredictions`) receives ``POST {question, db_id, schema}`` (the
 ``tables.json`` entry of the database the question is asked on) and answers ``{sql}``;
 requests run concurrently (a question asked on the same database in several sets is sent
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +52,8 @@ __all__ = [
     "Predictor",
 ]
 
-_EXTENSIONS = (".sql", ".txt", ".jsonl")
+_EXTENSIONS = (".sql", ".txt", ".jsonl", ".json")
+BIRD_SEPARATOR = "\t----- bird -----\t"  # BIRD's prediction files: SQL, this, the db_id
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,62 @@ def _key(obj: dict[str, Any], default_set: str | None) -> tuple[str, int] | None
     return None
 
 
+def _bird_object(path: Path) -> dict[str, Any] | None:
+    """The object of a BIRD prediction file (``{key: "SQL<sep>db_id"}``), or None when
+    ``path`` is not one."""
+    if path.suffix not in (".json", ""):
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and "sql" not in data else None
+
+
+def _bird_sql(value: Any) -> tuple[str, str | None]:
+    """A BIRD prediction value: its SQL and the db_id it names (BIRD's scripts read a
+    non-string as an empty query)."""
+    if not isinstance(value, str):
+        return " ", None
+    sql, sep, db_id = value.partition(BIRD_SEPARATOR)
+    return sql, (db_id.strip() if sep else None)
+
+
+def _bird_positions(
+    path: Path, data: Mapping[str, Any], questions: Sequence[Question]
+) -> tuple[dict[int, str], str | None]:
+    """Predictions of a BIRD object by position in ``questions`` (keys are positions, or the
+    questions' ``question_id``), or why they do not fit them."""
+    keys = list(data)
+    positions = {str(i): i for i in range(len(questions))}
+    ids = {str(q.question_id): q.position for q in questions if q.question_id is not None}
+    if set(keys) == set(positions):
+        where = positions
+    elif set(keys) == set(ids) and len(ids) == len(questions):
+        where = ids
+    else:
+        return {}, (
+            f"{path}: {len(keys)} predictions whose keys are neither the positions 0..{len(questions) - 1} "
+            "nor the question_ids of the set's questions"
+        )
+    found: dict[int, str] = {}
+    for key, value in data.items():
+        sql, db_id = _bird_sql(value)
+        position = where[key]
+        if db_id is not None and db_id != questions[position].db_id:
+            return {}, (
+                f"{path}: prediction {key!r} is for database {db_id!r}, the question for "
+                f"{questions[position].db_id!r}"
+            )
+        found[position] = sql
+    return found, None
+
+
+def _plain_sql(line: str) -> str:
+    """A plain prediction line: the SQL, without BIRD's ``<sep>db_id`` ending."""
+    return line.partition(BIRD_SEPARATOR)[0]
+
+
 def _is_jsonl(path: Path) -> bool:
     if path.suffix == ".jsonl":
         return True
@@ -121,17 +186,27 @@ class FilePredictions:
                 return candidate
         return None
 
-    def _read(self, sizes: Mapping[str, int]) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
-        """The predictions found for sets of ``sizes`` (stem → questions), and the sets
-        whose predictions are absent or misaligned (stem → why, naming the file expected)."""
+    def _read(
+        self, sets: Mapping[str, Sequence[Question]]
+    ) -> tuple[dict[tuple[str, int], str], dict[str, str]]:
+        """The predictions found for ``sets`` (stem → its questions), and the sets whose
+        predictions are absent or misaligned (stem → why, naming the file expected)."""
         found: dict[tuple[str, int], str] = {}
         problems: dict[str, str] = {}
-        if not self.path.is_dir():
+        sizes = {stem: len(questions) for stem, questions in sets.items()}
+        single = None if self.path.is_dir() else _bird_object(self.path)
+        if single is not None:
+            for stem, questions in sets.items():
+                got, _ = _bird_positions(self.path, single, questions)
+                if got:
+                    found.update(((stem, i), sql) for i, sql in got.items())
+        elif not self.path.is_dir():
             if not _is_jsonl(self.path):
                 raise InvalidTableError(
                     "malformed_prediction",
                     f"{self.path}: a single file must be JSON lines naming each question's set "
-                    "('id': '<set>:<index>'); give a folder of <set>.sql files otherwise",
+                    "('id': '<set>:<index>') or BIRD's predictions object; give a folder of "
+                    "<set>.sql files otherwise",
                 )
             found = _read_jsonl(self.path, None)
         for stem, size in sizes.items():
@@ -139,10 +214,20 @@ class FilePredictions:
                 path = self._file_of(stem)
                 if path is None:
                     expected = self.path / f"{stem}.sql"
-                    problems[stem] = f"no predictions: expected {expected} (or .txt, .jsonl)"
+                    problems[stem] = f"no predictions: expected {expected} (or .txt, .jsonl, .json)"
+                    continue
+                bird = _bird_object(path)
+                if bird is not None:
+                    got, problem = _bird_positions(path, bird, sets[stem])
+                    if problem is not None:
+                        problems[stem] = problem
+                    else:
+                        found.update(((stem, i), sql) for i, sql in got.items())
                     continue
                 if not _is_jsonl(path):
-                    lines = path.read_text(encoding="utf-8").splitlines()
+                    lines = [
+                        _plain_sql(line) for line in path.read_text(encoding="utf-8").splitlines()
+                    ]
                     while lines and not lines[-1].strip():
                         lines.pop()
                     if len(lines) != size:
@@ -173,13 +258,13 @@ class FilePredictions:
     def check(self, sets: Sequence[QuestionSet]) -> dict[str, str]:
         """The sets of ``sets`` whose predictions are absent or not one per question: set
         stem → why, naming the file expected. Such a set cannot be scored."""
-        return self._read({s.stem: len(s.questions) for s in sets})[1]
+        return self._read({s.stem: s.questions for s in sets})[1]
 
     def predict(self, questions: Sequence[Question], directory: EvalDirectory) -> list[Prediction]:
-        sizes: dict[str, int] = {}
+        by_set: dict[str, list[Question]] = {}
         for q in questions:
-            sizes[q.set] = sizes.get(q.set, 0) + 1
-        found, problems = self._read(sizes)
+            by_set.setdefault(q.set, []).append(q)
+        found, problems = self._read(by_set)
         out = []
         for q in questions:
             sql = found.get((q.set, q.position))

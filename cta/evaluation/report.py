@@ -6,7 +6,10 @@ gold/pred/database layout test-suite-sql-eval reads, so every number can be cros
 ``DIR/pre_post.png`` (per kind: pre vs post, mean ± std over seeds), and
 ``DIR/test-suite/``: ``gold/<set>.txt`` (``SQL<TAB>db_id`` per line), ``pred/<set>.txt`` (one
 SQL per line, same order), ``database`` and ``tables.json`` (links to the perturbed folder's)
-and ``run.sh`` with test-suite-sql-eval's command line for each set.
+and ``run.sh`` with test-suite-sql-eval's command line for each set. For a BIRD folder,
+``DIR/bird/`` instead: per set ``<set>_gold.sql`` (``SQL<TAB>db_id``), ``predict_<set>.json``
+(BIRD's predictions object), ``<set>.jsonl`` (``difficulty`` a line), ``dev_databases`` (a link)
+and ``run.sh`` with the command line of BIRD's ``evaluation_ex.py``.
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from cta.evaluation.sets import EvalDirectory
+from cta.evaluation.predictions import BIRD_SEPARATOR
+from cta.evaluation.sets import BIRD, EvalDirectory
 from cta.formats.spider import gold_line
 from cta.formats.spider_grammar import evaluator_problem, spider_tables_of
-from cta.reports import EvalReport, ItemResult, KindSummary, Spread
+from cta.reports import EvalReport, ItemResult, KindSummary, Scores, Spread
 
-__all__ = ["markdown", "plot", "write_report", "write_test_suite"]
+__all__ = ["markdown", "plot", "write_bird", "write_report", "write_test_suite"]
 
 
 def _one_line(sql: str | None) -> str:
@@ -70,6 +74,15 @@ def markdown(report: EvalReport, plot_file: str | None = "pre_post.png") -> str:
     ]
     if report.databases:
         lines += [f"**Databases: {report.databases}.**", ""]
+    if report.database_folders:
+        folders = ", ".join(f"`{f}`" for f in report.database_folders)
+        lines += [f"Databases read from {folders}.", ""]
+    if report.convention == "bird":
+        lines += [
+            "EX as BIRD computes it: the result sets of prediction and gold compared as sets "
+            "(`set(pred) == set(gold)`); no EM.",
+            "",
+        ]
     if report.not_evaluated:
         lines += [
             "## Not evaluated",
@@ -90,6 +103,7 @@ def markdown(report: EvalReport, plot_file: str | None = "pre_post.png") -> str:
     for name, scores in report.original.items():
         cells = " | ".join(_pct(getattr(scores, m)) for m in metrics)
         lines.append(f"| {name} | {scores.n} | {cells} |")
+    lines += _difficulty_lines(report, metrics)
     lines += ["", "## Per kind", ""]
     header = ["kind", "seeds"]
     for m in metrics:
@@ -127,6 +141,37 @@ def markdown(report: EvalReport, plot_file: str | None = "pre_post.png") -> str:
     if report.skipped_files:
         lines += ["", f"Not evaluation sets (mixed kinds): {', '.join(report.skipped_files)}."]
     return "\n".join(lines) + "\n"
+
+
+def _difficulty_lines(report: EvalReport, metrics: Sequence[str]) -> list[str]:
+    """Per difficulty: the original questions, and each set's pre and post (BIRD)."""
+    if not report.original_by_difficulty:
+        return []
+    levels = list(dict.fromkeys(d for by in report.original_by_difficulty.values() for d in by))
+
+    def cells(scores: Scores | None) -> str:
+        if scores is None:
+            return "—"
+        return " / ".join(_pct(getattr(scores, m)) for m in metrics) + f" ({scores.n})"
+
+    label = " / ".join(_LABELS[m] for m in metrics)
+    lines = [
+        "",
+        "## Per difficulty",
+        "",
+        f"{label} in %, questions in brackets.",
+        "",
+        "| set | " + " | ".join(levels) + " |",
+        "|---|" + "---:|" * len(levels),
+    ]
+    for name, by in report.original_by_difficulty.items():
+        lines.append(f"| {name} original | " + " | ".join(cells(by.get(d)) for d in levels) + " |")
+    for r in report.sets:
+        for part, by in (("pre", r.pre_by_difficulty), ("post", r.post_by_difficulty)):
+            if by:
+                row = " | ".join(cells(by.get(d)) for d in levels)
+                lines.append(f"| {r.set} {part} | {row} |")
+    return lines
 
 
 def plot(report: EvalReport, path: str | Path) -> Path | None:
@@ -265,5 +310,53 @@ def write_report(
     text = markdown(report, image.name if image is not None else None)
     (out / "report.md").write_text(text, encoding="utf-8")
     files.append("report.md")
-    files += write_test_suite(out, directory, items)
+    if directory.layout == BIRD:
+        files += write_bird(out, directory, items)
+    else:
+        files += write_test_suite(out, directory, items)
     return files
+
+
+def write_bird(out: Path, directory: EvalDirectory, items: Sequence[ItemResult]) -> list[str]:
+    """gold, predictions and difficulties per set and a link to the databases, as BIRD's
+    ``evaluation_ex.py`` reads them."""
+    root = out / "bird"
+    root.mkdir(parents=True, exist_ok=True)
+    by_set: dict[str, list[ItemResult]] = {}
+    for it in items:
+        by_set.setdefault(it.set, []).append(it)
+    files = []
+    commands = [
+        "#!/bin/sh",
+        "# BIRD's evaluation/evaluation_ex.py (its checkout: $BIRD), one run per set",
+        "set -e",
+    ]
+    has_pred = any(it.pred is not None for it in items)
+    for stem, group in by_set.items():
+        group = sorted(group, key=lambda it: it.position)
+        gold = "".join(f"{_one_line(it.gold)}\t{it.db_id}\n" for it in group)
+        (root / f"{stem}_gold.sql").write_text(gold, encoding="utf-8")
+        levels = "".join(json.dumps({"difficulty": it.difficulty}) + "\n" for it in group)
+        (root / f"{stem}.jsonl").write_text(levels, encoding="utf-8")
+        files += [f"bird/{stem}_gold.sql", f"bird/{stem}.jsonl"]
+        if not has_pred:
+            continue
+        pred = {str(i): f"{it.pred or ''}{BIRD_SEPARATOR}{it.db_id}" for i, it in enumerate(group)}
+        (root / f"predict_{stem}.json").write_text(
+            json.dumps(pred, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        files.append(f"bird/predict_{stem}.json")
+        commands.append(
+            'python3 "$BIRD/evaluation/evaluation_ex.py" --db_root_path dev_databases/ '
+            f"--predicted_sql_path predict_{shlex.quote(stem)}.json "
+            f"--ground_truth_path {shlex.quote(stem)}_gold.sql "
+            f"--diff_json_path {shlex.quote(stem)}.jsonl --sql_dialect SQLite "
+            f"--output_log_path {shlex.quote(stem)}.log"
+        )
+    folders = directory.database_folders()
+    if len(folders) == 1:
+        _link(folders[0], root / "dev_databases")
+        files.append("bird/dev_databases")
+    (root / "run.sh").write_text("\n".join(commands) + "\n", encoding="utf-8")
+    os.chmod(root / "run.sh", 0o755)
+    return [*files, "bird/run.sh"]

@@ -9,6 +9,10 @@ execution accuracy (EX, :mod:`cta.evaluation.execution`), exact set match (EM,
 before, the share it still gets right after. Per kind: mean and sample standard deviation
 over seeds (ADVETA reports 5 seeds). With ``linking`` (the lexical probe), the schema-linking
 recall and precision of the gold SQL's columns, pre and post.
+
+A BIRD folder (``layout == "bird"``) is scored as BIRD scores: EX by its convention (result
+sets compared as sets), no EM (BIRD reports none, and its SQL is outside Spider's), and
+every figure also by BIRD's difficulty (``simple``, ``moderate``, ``challenging``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from cta.evaluation.exact_match import ExactMatcher, UnsupportedSql, bind
 from cta.evaluation.execution import DEFAULT_TIMEOUT, ExecutionScorer
 from cta.evaluation.linking import LinkCounts, link_schema
 from cta.evaluation.predictions import Prediction, Predictor
-from cta.evaluation.sets import ORIGINAL, EvalDirectory, Question, QuestionSet
+from cta.evaluation.sets import BIRD, ORIGINAL, EvalDirectory, Question, QuestionSet
 from cta.formats.tables import SpiderSchema
 from cta.reports import EvalReport, ItemResult, KindSummary, Scores, SetResult, Spread
 
@@ -39,6 +43,7 @@ __all__ = [
 ]
 
 METRICS = ("ex", "em")
+DIFFICULTIES = ("simple", "moderate", "challenging")  # BIRD's, in its reports' order
 
 
 # -- items ------------------------------------------------------------------------------------------
@@ -51,8 +56,12 @@ def score_items(
     keep_distinct: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> list[ItemResult]:
-    """Score each question's prediction (EX, EM); with ``linking``, the probe's links."""
-    executor = ExecutionScorer(timeout=timeout, keep_distinct=keep_distinct)
+    """Score each question's prediction (EX, EM; EX alone, BIRD's way, for a BIRD folder);
+    with ``linking``, the probe's links."""
+    bird = directory.layout == BIRD
+    executor = ExecutionScorer(
+        timeout=timeout, keep_distinct=keep_distinct, convention="bird" if bird else "test-suite"
+    )
     matcher = ExactMatcher()
     items = []
     for i, q in enumerate(questions):
@@ -65,7 +74,7 @@ def score_items(
             item.status = outcome.status
             item.message = prediction.error or outcome.message
             item.ex = None if outcome.status == "gold_error" else outcome.correct
-            item.em = matcher.score(schema, q.gold, prediction.sql)
+            item.em = None if bird else matcher.score(schema, q.gold, prediction.sql)
         if linking:
             links = link_schema(q.question, schema)
             try:
@@ -124,6 +133,17 @@ def _scores(items: Sequence[ItemResult], linking: bool) -> Scores:
     return scores
 
 
+def _by_difficulty(items: Sequence[ItemResult], linking: bool) -> dict[str, Scores]:
+    """Scores per difficulty (BIRD's order first), empty when no item has one."""
+    groups: dict[str, list[ItemResult]] = {}
+    for it in items:
+        if it.difficulty is not None:
+            groups.setdefault(it.difficulty, []).append(it)
+    order = {d: i for i, d in enumerate(DIFFICULTIES)}
+    ranked = sorted(groups, key=lambda d: (order.get(d, len(order)), d))
+    return {d: _scores(groups[d], linking) for d in ranked}
+
+
 def _drop(pre: float | None, post: float | None) -> tuple[float | None, float | None]:
     if pre is None or post is None:
         return None, None
@@ -158,7 +178,13 @@ def _set_result(
             robust[metric] = _robustness(pairs, metric)
     named = {"name": qset.name, "set": qset.stem, "kind": qset.kind, "seed": qset.seed}
     drops = {"absolute_drop": absolute, "relative_drop": relative, "relative_robustness": robust}
-    return SetResult.model_validate({**named, "n": len(pairs), "pre": pre, "post": post, **drops})
+    levels = {
+        "pre_by_difficulty": _by_difficulty([a for a, _ in pairs], linking),
+        "post_by_difficulty": _by_difficulty([b for _, b in pairs], linking),
+    }
+    return SetResult.model_validate(
+        {**named, "n": len(pairs), "pre": pre, "post": post, **drops, **levels}
+    )
 
 
 def _spread(values: Sequence[float | None]) -> Spread:
@@ -245,6 +271,8 @@ def evaluate(
         seconds,
         not_evaluated=directory.not_evaluated,
         databases=directory.databases,
+        database_folders=[str(p) for p in directory.database_folders()],
+        convention="bird" if directory.layout == BIRD else "test-suite",
     )
     return report, items
 
@@ -264,14 +292,21 @@ def build_report(
     *,
     not_evaluated: Mapping[str, str] | None = None,
     databases: str | None = None,
+    database_folders: Sequence[str] = (),
+    convention: str = "test-suite",
 ) -> EvalReport:
-    """Aggregate item results into per-set and per-kind figures; ``not_evaluated`` (set →
-    why) is listed, never scored; ``databases`` says what the databases were when synthesised."""
+    """Aggregate item results into per-set and per-kind figures (and per difficulty, where
+    the items have one); ``not_evaluated`` (set → why) is listed, never scored; ``databases``
+    says what the databases were when synthesised, ``database_folders`` where they were read
+    from, ``convention`` how EX compared results."""
     by_set: dict[str, list[ItemResult]] = {}
     for it in items:
         by_set.setdefault(it.set, []).append(it)
     originals = {s.name: s for s in sets if s.is_original}
     original = {name: _scores(by_set.get(s.stem, []), linking) for name, s in originals.items()}
+    levels = {
+        name: _by_difficulty(by_set.get(s.stem, []), linking) for name, s in originals.items()
+    }
     results = []
     for qset in sets:
         if qset.is_original or qset.name not in originals:
@@ -289,6 +324,9 @@ def build_report(
         seconds=seconds or {},
         not_evaluated=dict(not_evaluated or {}),
         databases=databases,
+        database_folders=list(database_folders),
+        convention=convention,
+        original_by_difficulty={name: by for name, by in levels.items() if by},
     )
 
 

@@ -9,6 +9,13 @@ kind the protocol writes is evaluated, none is assumed. A file whose records mix
 ``--augment`` training sets) is not an evaluation set and is skipped. The ``hf`` layout holds
 the same sets as ``data/<stem>.parquet`` (each row's ``record``: the whole record) with the
 databases in ``databases.zip``; the ``drspider`` layout is read by :func:`_load_drspider`.
+
+The ``bird`` layout (``cta dataset perturb --format bird``, :mod:`cta.formats.bird`) holds the
+same sets beside ``dev_tables.json`` instead of ``tables.json``, with the databases in
+``dev_databases/<db_id>/<db_id>.sqlite``; its records keep BIRD's keys — the gold query is
+``SQL``, and ``difficulty`` (``simple``, ``moderate``, ``challenging``) and ``question_id``
+are carried into every question. Such a folder is scored as BIRD scores (EX only, result
+sets compared as sets: :mod:`cta.evaluation.execution`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cta.formats.bird import DATABASES as BIRD_DATABASES
 from cta.formats.drspider import (
     DATABASES,
     POST_DATABASES,
@@ -51,6 +59,9 @@ HF_SUFFIX = ".parquet"
 HF_DATABASES = "databases.zip"
 _SEEDED = re.compile(r"^(?P<rest>.+)_s(?P<seed>\d+)$")
 _QUESTION_KEYS = ("question", "SpiderQuestion")
+_GOLD_KEYS = ("query", "SQL")  # Spider's key, BIRD's
+BIRD_TABLES = "dev_tables.json"
+SPIDER, BIRD = "spider", "bird"
 
 
 def question_text(record: dict[str, Any]) -> str:
@@ -73,6 +84,8 @@ class Question:
     db_id: str
     question: str
     gold: str
+    difficulty: str | None = None  # BIRD's simple, moderate, challenging
+    question_id: int | str | None = None  # BIRD's question_id
 
     @property
     def id(self) -> str:
@@ -108,10 +121,16 @@ class EvalDirectory:
     unaccounted: list[str] = field(default_factory=list)  # sets their manifest does not list
     not_evaluated: dict[str, str] = field(default_factory=dict)  # set stem → why it is not
     databases: str | None = None  # what the databases are when synthesised (the manifest's)
+    layout: str = SPIDER  # "bird": BIRD's files, scored as BIRD scores
     _schemas: dict[str, SpiderSchema] = field(default_factory=dict, repr=False)
 
     def database(self, db_id: str) -> Path:
         return database_path(self.db_dirs.get(db_id, self.root / "database"), db_id)
+
+    def database_folders(self) -> list[Path]:
+        """The folders the databases of the sets are read from."""
+        db_ids = {q.db_id for s in self.sets for q in s.questions}
+        return sorted({self.database(d).parent.parent for d in db_ids})
 
     def schema(self, db_id: str) -> SpiderSchema:
         """The parsed ``tables.json`` entry of ``db_id`` (cached)."""
@@ -154,16 +173,21 @@ def _read_list(path: Path) -> list[dict[str, Any]]:
 
 
 def question_from_record(
-    stem: str, position: int, record: dict[str, Any], entries: dict[str, Any], where: str
+    stem: str,
+    position: int,
+    record: dict[str, Any],
+    entries: dict[str, Any],
+    where: str,
+    tables: str = "tables.json",
 ) -> Question:
-    """A :class:`Question` from a question record; raises when the record is unusable."""
-    db_id, gold = record.get("db_id"), record.get("query")
+    """A :class:`Question` from a question record (Spider's ``query`` or BIRD's ``SQL``);
+    raises when the record is unusable."""
+    db_id = record.get("db_id")
+    gold = next((record[k] for k in _GOLD_KEYS if isinstance(record.get(k), str)), None)
     if not isinstance(db_id, str) or not isinstance(gold, str):
-        raise InvalidTableError("malformed_dataset", f"{where}: needs db_id and query")
+        raise InvalidTableError("malformed_dataset", f"{where}: needs db_id and query (or SQL)")
     if db_id not in entries:
-        raise InvalidTableError(
-            "unknown_database", f"{where}: db_id {db_id!r} is not in tables.json"
-        )
+        raise InvalidTableError("unknown_database", f"{where}: db_id {db_id!r} is not in {tables}")
     source = record.get("source_index")
     if not isinstance(source, int):
         raise InvalidTableError(
@@ -171,6 +195,8 @@ def question_from_record(
             f"{where}: no source_index (written by an older cta dataset perturb?)",
         )
     seed = record.get("seed")
+    difficulty = record.get("difficulty")
+    question_id = record.get("question_id")
     return Question(
         set=stem,
         position=position,
@@ -180,20 +206,27 @@ def question_from_record(
         db_id=db_id,
         question=question_text(record),
         gold=gold,
+        difficulty=difficulty if isinstance(difficulty, str) else None,
+        question_id=question_id if isinstance(question_id, int | str) else None,
     )
 
 
 def _questions(
-    path: Path, stem: str, records: Sequence[dict[str, Any]], entries: dict[str, Any]
+    path: Path,
+    stem: str,
+    records: Sequence[dict[str, Any]],
+    entries: dict[str, Any],
+    tables: str = "tables.json",
 ) -> list[Question]:
     return [
-        question_from_record(stem, i, r, entries, f"{path}[{i}]") for i, r in enumerate(records)
+        question_from_record(stem, i, r, entries, f"{path}[{i}]", tables)
+        for i, r in enumerate(records)
     ]
 
 
 def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalDirectory:
     """Read a ``cta dataset perturb`` folder in any of its layouts (the default, ``drspider``,
-    ``hf``); ``only`` keeps these set stems (and originals).
+    ``hf``, ``bird``); ``only`` keeps these set stems (and originals).
 
     Raises :class:`~cta.table.InvalidTableError` when the folder is not one.
     """
@@ -205,6 +238,10 @@ def load_directory(root: str | Path, only: Sequence[str] | None = None) -> EvalD
     elif any((root / HF_DATA).glob(f"*_original{HF_SUFFIX}")):
         directory = _load_files(root, root / HF_DATA, HF_SUFFIX, _read_parquet, only)
         directory.db_dirs = dict.fromkeys(directory.entries, _hf_databases(root))
+    elif (root / BIRD_TABLES).is_file() and not (root / "tables.json").is_file():
+        directory = _load_files(root, root, ".json", _read_list, only, BIRD_TABLES)
+        directory.db_dirs = dict.fromkeys(directory.entries, root / BIRD_DATABASES)
+        directory.layout = BIRD
     else:
         directory = _load_files(root, root, ".json", _read_list, only)
     directory.databases = synthesised_note(read_manifest(root))
@@ -225,12 +262,13 @@ def _load_files(
     suffix: str,
     read: Callable[[Path], list[dict[str, Any]]],
     only: Sequence[str] | None,
+    tables_file: str = "tables.json",
 ) -> EvalDirectory:
-    """The default layout (``<name>_…json`` beside ``tables.json``) or the ``hf`` one (the
-    same sets as ``data/<name>_…parquet``)."""
-    tables = root / "tables.json"
+    """The default layout (``<name>_…json`` beside ``tables.json``), the ``hf`` one (the
+    same sets as ``data/<name>_…parquet``) or the ``bird`` one (beside ``dev_tables.json``)."""
+    tables = root / tables_file
     if not tables.is_file():
-        raise InvalidTableError("not_a_perturbed_dataset", f"{root}: no tables.json")
+        raise InvalidTableError("not_a_perturbed_dataset", f"{root}: no {tables_file}")
     entries = {e["db_id"]: e for e in _read_list(tables) if isinstance(e.get("db_id"), str)}
     end = f"_original{suffix}"
     names = sorted(p.name[: -len(end)] for p in folder.glob(f"*{end}"))
@@ -247,7 +285,11 @@ def _load_files(
         stem = original.stem
         sets.append(
             QuestionSet(
-                name, stem, ORIGINAL, None, _questions(original, stem, read(original), entries)
+                name,
+                stem,
+                ORIGINAL,
+                None,
+                _questions(original, stem, read(original), entries, tables_file),
             )
         )
         for path in sorted(folder.glob(f"{name}_*{suffix}"), key=_set_order):
@@ -269,7 +311,9 @@ def _load_files(
             kind = kinds.pop() if kinds else match["rest"][len(name) + 1 :]
             seed = int(match["seed"])
             sets.append(
-                QuestionSet(name, stem, kind, seed, _questions(path, stem, records, entries))
+                QuestionSet(
+                    name, stem, kind, seed, _questions(path, stem, records, entries, tables_file)
+                )
             )
     directory = EvalDirectory(root, entries, sets, skipped)
     manifest = read_manifest(root)

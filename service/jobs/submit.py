@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cta.datasets import spider_database
+from cta.datasets import BIRD, spider_database
 from cta.formats.tables import load_spider_database
 from cta.table import InvalidTableError, Table
 from service.errors import invalid, location
@@ -44,6 +44,11 @@ def job_items(
         _check_count(len(request.tables), settings, "tables")
         items = [_table_item(obj, settings) for obj in request.tables]
     elif isinstance(request, DatasetJobCreate):
+        if request.format == "bird":
+            try:
+                BIRD.check(request.kinds)  # a kind BIRD cannot hold: refused up front
+            except InvalidTableError as exc:
+                raise invalid(location("body", "kinds"), exc.problem, exc.message) from None
         items = _dataset_items(request, settings)
     else:
         items = []
@@ -118,9 +123,10 @@ def _dataset_items(request: DatasetJobCreate, settings: ServiceSettings) -> list
     """
     by_db: dict[str, list[dict[str, Any]]] = {}
     orphans: list[dict[str, Any]] = []
+    sql_key = "SQL" if request.format == "bird" else "query"
     for record in request.questions:
         db_id = record.get("db_id")
-        if isinstance(db_id, str) and isinstance(record.get("query"), str):
+        if isinstance(db_id, str) and isinstance(record.get(sql_key), str):
             by_db.setdefault(db_id, []).append(record)
         else:
             orphans.append(record)
@@ -141,12 +147,15 @@ def _dataset_items(request: DatasetJobCreate, settings: ServiceSettings) -> list
         if db_id not in by_db:
             continue  # a database no question uses has nothing to perturb
         known.add(db_id)
-        payload = {
+        payload: dict[str, Any] = {
             "entry": entry,
             "records": by_db[db_id],
             "kinds": list(dict.fromkeys(request.kinds)),  # each once, in the order given
             "seeds": list(dict.fromkeys(request.seeds)),
         }
+        if request.format == "bird":
+            payload["format"] = "bird"
+            payload["descriptions"] = (request.descriptions or {}).get(db_id)
         error = _database_error(entry, db_id, settings)
         if error is None:
             tables_seen += len(entry.get("table_names") or [])
@@ -159,7 +168,7 @@ def _dataset_items(request: DatasetJobCreate, settings: ServiceSettings) -> list
             )
             items.append(_failed({"records": records}, db_id, "unknown_database", message))
     if orphans:
-        message = f"{len(orphans)} question records lack a string db_id or query"
+        message = f"{len(orphans)} question records lack a string db_id or {sql_key}"
         items.append(_failed({"records": orphans}, None, "invalid_record", message))
     return items
 

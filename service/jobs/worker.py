@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from cta.datasets import perturb_spider_database
+from cta.datasets import perturb_bird_database, perturb_spider_database
 from cta.evaluation.payload import evaluate_payload
 from cta.reports import EvalDatabaseResult, SpiderDatabaseResult
 from cta.results import PerturbationResult, PerturbOptions
@@ -165,14 +165,25 @@ class JobWorker:
         options = item.options
         try:
             payload = json.loads(item.payload)
-            result = perturb_spider_database(
-                payload["entry"],
-                payload["records"],
-                lambda tables: self.host.perturb_many(tables, options),
-                kinds=payload["kinds"],
-                seeds=payload["seeds"],
-                judge=self.host.equivalent,
-            )
+            if payload.get("format") == "bird":
+                result = perturb_bird_database(
+                    payload["entry"],
+                    payload["records"],
+                    lambda tables: self.host.perturb_many(tables, options),
+                    kinds=payload["kinds"],
+                    seeds=payload["seeds"],
+                    judge=self.host.equivalent,
+                    descriptions=payload.get("descriptions"),
+                )
+            else:
+                result = perturb_spider_database(
+                    payload["entry"],
+                    payload["records"],
+                    lambda tables: self.host.perturb_many(tables, options),
+                    kinds=payload["kinds"],
+                    seeds=payload["seeds"],
+                    judge=self.host.equivalent,
+                )
         except Exception as exc:
             self._fail(item, exc)
         else:
