@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import bad_input_cases
 import bad_inputs
 import pytest
 from fastapi.testclient import TestClient
@@ -122,18 +123,26 @@ def test_every_422_of_the_hostile_input_catalogue_names_its_location_in_the_one_
         ("/v1/perturb", {"table": {**TABLE, "rows": [["Heat"]]}}, "body.table"),
         ("/v1/perturb", {"table": TABLE, "options": {"seed": -1}}, "body.options.seed"),
         ("/v1/judge", {"pairs": []}, "body.pairs"),
-        ("/v1/judge", {"pairs": [bad_inputs._pair()] * 5}, "body.pairs"),
-        ("/v1/judge", {"pairs": [bad_inputs._pair(entity="e" * 65)]}, "body.pairs.0.entity"),
+        ("/v1/judge", {"pairs": [bad_input_cases.make_pair()] * 5}, "body.pairs"),
+        (
+            "/v1/judge",
+            {"pairs": [bad_input_cases.make_pair(entity="e" * 65)]},
+            "body.pairs.0.entity",
+        ),
         # A job's kind is no place in the body: no ``tables.tables``, no ``dataset.seeds``.
         ("/v1/jobs", {"kind": "tables", "tables": []}, "body.tables"),
         ("/v1/jobs", {"tables": [TABLE] * 4}, "body.tables"),
-        ("/v1/jobs", bad_inputs._dataset(seeds=["0"]), "body.seeds.0"),
-        ("/v1/jobs", {"kind": "spider", "spider": [bad_inputs._spider()] * 4}, "body.spider"),
+        ("/v1/jobs", bad_input_cases.make_dataset(seeds=["0"]), "body.seeds.0"),
+        (
+            "/v1/jobs",
+            {"kind": "spider", "spider": [bad_input_cases.make_spider()] * 4},
+            "body.spider",
+        ),
         (
             "/v1/jobs",
             {
                 "kind": "eval",
-                "spider": [bad_inputs._spider()],
+                "spider": [bad_input_cases.make_spider()],
                 "sets": {"dev_original": []},
                 "endpoint": "http://elsewhere.example/sql",
             },
