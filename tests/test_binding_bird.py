@@ -5,6 +5,7 @@ style over a schema of our own; each rename is checked by running both queries."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,16 @@ def test_a_bare_query_takes_the_schema_quote(tmp_path: Path) -> None:
         'SELECT "County Name" FROM schools WHERE "Opening Date" LIKE \'2004%\''
     )
     _same_answer(tmp_path, sql, rewrite_query(sql, SCHEMA, new_schema, mapping), new_schema)
+
+
+def test_the_schema_quote_is_the_default(tmp_path: Path) -> None:
+    sql = "SELECT County FROM schools WHERE OpenDate LIKE '2004%'"
+    new_schema, perturbation = _renamed(RENAMES)
+    bird = dataclasses.replace(SCHEMA, quote="`")
+    assert perturb_schema(bird, perturbation).quote == "`"
+    out = rewrite_query(sql, bird, new_schema, perturbation.column_map(SCHEMA))
+    assert out == "SELECT `County Name` FROM schools WHERE `Opening Date` LIKE '2004%'"
+    _same_answer(tmp_path, sql, out, new_schema)
 
 
 def test_an_added_column_that_would_capture_a_backticked_name_is_qualified(

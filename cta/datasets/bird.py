@@ -104,7 +104,11 @@ def bird_inputs(dataset: BirdDataset) -> tuple[list[SqlExample], dict[str, Datab
             )
         except (ValueError, IndexError) as exc:
             raise InvalidTableError("malformed_table", f"{db_id}: {exc}") from None
-        databases[db_id] = dataclasses.replace(db, statistics=dataset.statistics.get(db_id))
+        databases[db_id] = dataclasses.replace(
+            db,
+            schema=dataclasses.replace(db.schema, quote="`"),  # BIRD quotes with backticks
+            statistics=dataset.statistics.get(db_id),
+        )
     return examples, databases
 
 

@@ -180,9 +180,11 @@ class SqlTable:
 
 @dataclass(frozen=True)
 class SqlSchema:
-    """The tables of one database."""
+    """The tables of one database, and the quote its dataset's SQL writes an identifier that
+    needs quoting with (``"``; BIRD's backtick), which a rewritten query follows."""
 
     tables: tuple[SqlTable, ...]
+    quote: str = '"'
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -307,7 +309,7 @@ def perturb_schema(schema: SqlSchema, perturbation: SchemaPerturbation) -> SqlSc
     for key in changed:
         if schema.find(key) is None:
             raise SchemaError("unknown_table", f"the schema has no table {key!r}")
-    return SqlSchema(tuple(tables))
+    return SqlSchema(tuple(tables), schema.quote)
 
 
 # -- reading and writing SQLite ------------------------------------------------------------------

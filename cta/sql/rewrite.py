@@ -56,7 +56,7 @@ def rewrite_query(
     *,
     table_map: Mapping[str, str] | None = None,
     expressions: Mapping[ColumnRef, str] | None = None,
-    quote: str = '"',
+    quote: str | None = None,
 ) -> str:
     """``sql`` rewritten from ``schema`` to ``new_schema`` (see the module docstring).
 
@@ -71,10 +71,10 @@ def rewrite_query(
     A name that needs quoting is written in the query's own style: with the quote the
     reference it replaces was written with, else with the backticks or brackets the query
     quotes other identifiers with (BIRD's `` `Free Meal Count (K-12)` ``), else with
-    ``quote`` (``"`` or `````, the style of the schema).
+    ``quote`` (``"`` or `````), by default the schema's (``SqlSchema.quote``).
     """
     binder = Binder(sql, schema, new_schema, column_map, table_map)
-    style = _query_quote(binder, quote)
+    style = _query_quote(binder, schema.quote if quote is None else quote)
 
     def ident(name: str) -> str:
         return quote_like(name, style)
