@@ -66,6 +66,10 @@ def test_bind_query_reports_what_cannot_be_bound() -> None:
     with pytest.raises(SqlRewriteError) as caught:
         bind_query("SELECT nope FROM singer", SCHEMA)
     assert caught.value.problem == "unknown_column"
+    # sqlglot's own scope checks are reported the same way, never raised as sqlglot errors
+    with pytest.raises(SqlRewriteError) as caught:
+        bind_query("SELECT s.name FROM singer AS s JOIN concert AS s ON s.id = s.singer_id", SCHEMA)
+    assert caught.value.problem == "unsupported"
 
 
 def test_the_folds_differ_where_documented() -> None:

@@ -185,14 +185,17 @@ class Binder:
         self._scope_of = {id(s.expression): s for s in scopes}
         self.selects: dict[int, SelectInfo] = {}
         self.select_scopes: list[Scope] = []
-        for scope in scopes:
-            if isinstance(scope.expression, exp.Select):
-                self.selects[id(scope)] = self._select_info(scope)
-                self.select_scopes.append(scope)
         self.exposures: dict[int, list[Exposed]] = {}
         self.bindings: dict[int, Binding] = {}
-        for column in self.columns():
-            self.bindings[id(column)] = self._bind(column)
+        try:
+            for scope in scopes:
+                if isinstance(scope.expression, exp.Select):
+                    self.selects[id(scope)] = self._select_info(scope)
+                    self.select_scopes.append(scope)
+            for column in self.columns():
+                self.bindings[id(column)] = self._bind(column)
+        except SqlglotError as exc:  # sqlglot's own scope checks (an alias used twice…)
+            raise SqlRewriteError("unsupported", str(exc).splitlines()[0]) from None
 
     # -- structure -----------------------------------------------------------------------------
     def columns(self) -> Iterator[exp.Column]:
