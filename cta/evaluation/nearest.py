@@ -42,6 +42,7 @@ from cta.evaluation.sets import EvalDirectory, Question, question_text
 from cta.formats.spider_grammar import spider_sql
 from cta.formats.tables import SpiderSchema
 from cta.sql.database import quote_identifier
+from cta.sql.identifiers import evaluator_fold
 from cta.sql.verify import ExecutionError, execute
 from cta.words import lemma_words
 
@@ -66,7 +67,9 @@ def _similarity(a: str, b: str) -> float:
 def _mask_values(question: str, schema: SpiderSchema) -> str:
     """Quoted strings, numbers and capitalised words naming nothing in the schema → ``value``."""
     schema_words = {
-        w for name in (*schema.table_names, *(c.name for c in schema.columns)) for w in lemma_words(name)
+        w
+        for name in (*schema.table_names, *(c.name for c in schema.columns))
+        for w in lemma_words(name)
     }
     text = _QUOTED.sub(" value ", question)
     text = _NUMBER.sub(" value ", text)
@@ -352,7 +355,7 @@ class NearestTrain:
                 continue
             new = target.table_originals[tables[t]]
             if not table.alias:
-                renamed_tables[table.name.lower()] = new
+                renamed_tables[evaluator_fold(table.name)] = new
             table.set("this", _identifier(new))
         numbers, strings = list(values.numbers), list(values.strings)
         literals = list(tree.find_all(exp.Literal))
@@ -363,8 +366,8 @@ class NearestTrain:
             if index is not None:
                 node.set("this", _identifier(target.columns[index].original))
                 qualifier = node.table
-                if qualifier and qualifier.lower() in renamed_tables:
-                    node.set("table", _identifier(renamed_tables[qualifier.lower()]))
+                if qualifier and evaluator_fold(qualifier) in renamed_tables:
+                    node.set("table", _identifier(renamed_tables[evaluator_fold(qualifier)]))
             elif isinstance(node.this, exp.Identifier) and node.this.quoted and not node.table:
                 # A double-quoted string literal: the question's own value, when it has one.
                 node.replace(exp.Literal.string(strings.pop(0) if strings else node.name))

@@ -33,6 +33,7 @@ from cta.evaluation.predictions import Prediction, Predictor
 from cta.evaluation.sets import BIRD, ORIGINAL, EvalDirectory, Question, QuestionSet
 from cta.formats.tables import SpiderSchema
 from cta.reports import EvalReport, ItemResult, KindSummary, Scores, SetResult, Spread
+from cta.sql.identifiers import evaluator_fold
 
 __all__ = [
     "build_report",
@@ -100,7 +101,7 @@ def mentioned_columns(sql: str, schema: SpiderSchema) -> list[int]:
     found = set(bound.columns.values())
     for select in bound.tree.find_all(exp.Select):
         tables = [
-            (node.alias_or_name.lower(), bound.tables[id(node)])
+            (evaluator_fold(node.alias_or_name), bound.tables[id(node)])
             for node in select.find_all(exp.Table)
             if id(node) in bound.tables and node.find_ancestor(exp.Select) is select
         ]
@@ -110,7 +111,9 @@ def mentioned_columns(sql: str, schema: SpiderSchema) -> list[int]:
             )
             if not star:
                 continue
-            qualifier = projection.table.lower() if isinstance(projection, exp.Column) else ""
+            qualifier = (
+                evaluator_fold(projection.table) if isinstance(projection, exp.Column) else ""
+            )
             for name, t in tables:
                 if not qualifier or qualifier == name:
                     found.update(schema.table_columns(t))

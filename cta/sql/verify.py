@@ -26,6 +26,8 @@ from pydantic import BaseModel
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from cta.sql.identifiers import sqlite_fold
+
 __all__ = [
     "ExecutionError",
     "Status",
@@ -126,7 +128,7 @@ def _keyed(sql: str) -> tuple[str, int, bool] | None:
     if not isinstance(tree, exp.Select) or tree.args.get("distinct") or order is None:
         return None
     projections = list(tree.expressions)
-    aliases = {p.alias.lower(): p.this for p in projections if isinstance(p, exp.Alias)}
+    aliases = {sqlite_fold(p.alias): p.this for p in projections if isinstance(p, exp.Alias)}
     keyed = tree.copy()
     for i, term in enumerate(order.expressions):
         key = term.this
@@ -135,8 +137,8 @@ def _keyed(sql: str) -> tuple[str, int, bool] | None:
             if not 0 <= position < len(projections):
                 return None
             key = projections[position].unalias()
-        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in aliases:
-            key = aliases[key.name.lower()]
+        elif isinstance(key, exp.Column) and not key.table and sqlite_fold(key.name) in aliases:
+            key = aliases[sqlite_fold(key.name)]
         keyed = keyed.select(exp.alias_(key.copy(), f"__cta_key_{i}", quoted=True), copy=False)
     cut = tree.args.get("limit") is not None or tree.args.get("offset") is not None
     return keyed.sql(dialect="sqlite"), len(order.expressions), cut
