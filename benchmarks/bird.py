@@ -167,7 +167,8 @@ def _input(args: argparse.Namespace) -> int:
     return 0
 
 
-_VALUE = re.compile(r"(?:[=<>]|\blike|\bin\s*\()\s*'(?:[^'\n]|'')*'", re.IGNORECASE)
+# a quoted value or phrase (``= 'EUR'``, ``'Offers a magnet program'``): not a column's name
+_VALUE = re.compile(r"(?<![\w'])'(?:[^'\n]|'')*'(?![\w])")
 
 
 def _names_in(
@@ -177,6 +178,8 @@ def _names_in(
     values compared in it and the ``new_names`` it holds (``Date value`` holds ``Date``)
     left out."""
     text = _VALUE.sub(" ", text)
+    # a backticked identifier is one name: only an old one counts (`Examination Date` ≠ Date)
+    text = re.sub(r"`([^`]*)`", lambda m: m[0] if m[1] in identifiers else " ", text)
     for new in sorted(new_names, key=len, reverse=True):
         words = r"\s+".join(re.escape(w) for w in new.split())
         text = re.sub(rf"`?(?<![\w]){words}(?![\w])`?", " ", text, flags=re.IGNORECASE)

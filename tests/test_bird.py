@@ -324,6 +324,7 @@ def test_mentions_rewritten_in_every_form_values_untouched() -> None:
         "blue eyes refers to eye_colour_id = 7; the eye colour id":
             "blue eyes refers to eye_color_id = 7; the eye color id",
         "Segment = 'Segment'": "Client_tier = 'Segment'",
+        "the money name. Currency holds codes": "the money name. Money holds codes",
     }  # fmt: skip
     tables = ("customers", "gasstations", "frpm", "superhero")
     for before, after in cases.items():

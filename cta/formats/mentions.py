@@ -34,7 +34,9 @@ class Rename:
 # a single-quoted value (``= 'EUR'``, ``'Women's Soccer' is an event name``): BIRD's evidence
 # quotes values so, never columns; an apostrophe inside a word (``Women's``) opens none
 _VALUE = re.compile(r"(?<![\w'])'(?:[^'\n]|'')*'(?![\w])")
-_QUALIFIER = re.compile(r"(?:`([^`]+)`|\"([^\"]+)\"|([A-Za-z_][\w]*))\s*\.\s*$")
+# ``T1.`` / ``yearmonth.`` / `` `frpm`. `` right before a name (a full stop and a space end a
+# sentence instead)
+_QUALIFIER = re.compile(r"(?:`([^`]+)`|\"([^\"]+)\"|([A-Za-z_][\w]*))\.$")
 
 
 def _spaced(name: str) -> str:
