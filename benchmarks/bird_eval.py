@@ -152,6 +152,53 @@ def rewrite_stress(tables: Path, questions: Path, work: Path) -> dict[str, Any]:
     return out
 
 
+def predictions_bound(mirror: Path, out: Path, revision: str) -> dict[str, Any]:
+    """BIRD-style SQL beyond the gold: every prediction of every SQLite prediction file of the
+    mirror (``llm/exp_result``) that SQLite runs on the synthesised original database, and
+    the share of those the binder binds (a query SQLite refuses is the model's error)."""
+    from cta.evaluation import load_directory
+    from cta.formats.spider import sql_schema
+    from cta.sql.binding import SqlRewriteError, bind_query
+    from cta.sql.verify import ExecutionError, execute
+
+    directory = load_directory(out, only=[])
+    schemas: dict[str, Any] = {}
+    git_dir = mirror if (mirror / "HEAD").is_file() and not (mirror / ".git").exists() else None
+    command = ["git", "--git-dir", str(git_dir)] if git_dir else ["git", "-C", str(mirror)]
+    listing = subprocess.run(
+        [*command, "ls-tree", "-r", "--name-only", revision, "llm/exp_result"],
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    files = sorted(f for f in listing.split() if "sqlite" in f.lower())
+    counts: Counter[str] = Counter()
+    unbound = []
+    for name in files:
+        data = json.loads(git_show(mirror, revision, name))
+        for value in data.values():
+            if not isinstance(value, str):
+                continue
+            sql, _, db_id = value.partition("\t----- bird -----\t")
+            db_id = db_id.strip()
+            if db_id not in directory.entries:
+                continue
+            try:
+                execute(directory.database(db_id), sql, 5)
+            except ExecutionError:
+                counts["refused_by_sqlite"] += 1
+                continue
+            counts["run_by_sqlite"] += 1
+            if db_id not in schemas:
+                schemas[db_id] = sql_schema(directory.schema(db_id))
+            try:
+                bind_query(sql, schemas[db_id])
+            except SqlRewriteError as exc:
+                unbound.append({"file": name, "problem": str(exc)[:200], "sql": sql[:300]})
+                continue
+            counts["bound"] += 1
+    return {"files": len(files), **dict(counts), "unbound": unbound}
+
+
 def _commit(mirror: Path, revision: str) -> str:
     """The commit ``revision`` names in the mirror."""
     git_dir = mirror if (mirror / "HEAD").is_file() and not (mirror / ".git").exists() else None
@@ -252,6 +299,7 @@ def run(mirror: Path, predictions: str, prefix: Path) -> dict[str, Any]:
         model_file = Path(tmp) / Path(predictions).name
         model_file.write_bytes(git_show(mirror, PREDICTIONS_COMMIT, predictions))
         commit = _commit(mirror, PREDICTIONS_COMMIT)
+        model_sql = predictions_bound(mirror, out, PREDICTIONS_COMMIT)
         model_dir = load_directory(out, only=[])
         model_report, model_items = evaluate(
             model_dir, FilePredictions(model_file), model_name=Path(predictions).stem
@@ -272,6 +320,7 @@ def run(mirror: Path, predictions: str, prefix: Path) -> dict[str, Any]:
             "unbound": binding["unbound"],
         },
         "rewrite_stress": stress,
+        "model_sql_bound": model_sql,
         "gold_as_predictions": _scored(gold_report, gold_items),
         "model": {
             "predictions": f"{predictions} (mirror commit {commit[:7]})",
@@ -331,7 +380,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"{s.get('non_empty', 0)} | {s.get('not_rewritten', 0) + s.get('unbound', 0)} | "
             f"{failing} |"
         )
+    m = report["model_sql_bound"]
     lines += [
+        "",
+        f"Model SQL (every prediction of the mirror's {m['files']} SQLite prediction files that "
+        f"SQLite runs on the synthesised databases): {m.get('bound', 0)} of "
+        f"{m.get('run_by_sqlite', 0)} bound"
+        + ("; unbound: " + "; ".join(u["problem"] for u in m["unbound"]) if m["unbound"] else "."),
         "",
         "## Gold SQL as predictions (BIRD's prediction format)",
         "",
