@@ -123,10 +123,6 @@ class EntitySchemas:
         """The schemas whose entity (or one of its other names) has the name key ``key``."""
         return self._entity_names.get(key, [])
 
-    def entity_keys(self) -> frozenset[str]:
-        """The name key of every entity name and other name."""
-        return frozenset(self._entity_names)
-
     def known_names(self) -> frozenset[str]:
         """Every header of every column (name-key form)."""
         return frozenset(self._headers)

@@ -154,10 +154,6 @@ class Batcher:
             running = max(0.0, self._running_cost - done)
         return queued + math.ceil(running)
 
-    def estimated_wait(self, cost: int = 0) -> float:
-        """Seconds until a request of ``cost`` pairs admitted now would be answered."""
-        return (self.backlog_pairs + cost) / self.rate
-
     # -- the two operations ------------------------------------------------------------------
     async def perturb(
         self, table: Table, options: PerturbOptions, cost: int | None = None

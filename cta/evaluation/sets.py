@@ -154,13 +154,6 @@ class EvalDirectory:
                 kept.append(s)
         self.sets = kept
 
-    def original_of(self, question_set: QuestionSet) -> QuestionSet:
-        """The original set a perturbed set pairs with (same dataset name)."""
-        for s in self.sets:
-            if s.is_original and s.name == question_set.name:
-                return s
-        raise KeyError(question_set.name)
-
 
 def _read_list(path: Path) -> list[dict[str, Any]]:
     try:

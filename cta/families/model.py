@@ -87,10 +87,6 @@ class DbEdit:
     keeps_parsed_sql: bool = True  # Spider's parsed ``sql`` remaps by indices alone
     perturbation: SchemaPerturbation | None = None  # an added column: values generated
 
-    @property
-    def changes_schema(self) -> bool:
-        return self.question is None
-
 
 @dataclass
 class Variant:
