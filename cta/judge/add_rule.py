@@ -64,7 +64,9 @@ class AddKey(NamedTuple):
     type: ColumnType
 
 
-# -- 1. candidates ------------------------------------------------------------------------------
+# -- 1. candidates --------------------------------------------------------------------------------
+
+
 def candidates(
     column: ColumnCandidates,
     table: Table,
