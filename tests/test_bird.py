@@ -20,6 +20,7 @@ from cta.formats.bird import DESCRIPTION_FIELDS, load_bird, load_statistics
 from cta.formats.mentions import Rename, rewrite_mentions
 from cta.sql.database import ColumnRef, create_database, synthesise_rows
 from cta.sql.identifiers import identifier_style, is_bare_identifier, sql_identifier
+from cta.table import InvalidTableError
 
 BIRD = Path(__file__).parent / "data" / "bird"
 TABLES, QUESTIONS = BIRD / "dev_tables.json", BIRD / "dev.json"
@@ -277,11 +278,12 @@ def test_unbound_gold_sql_is_recorded_per_item(tmp_path: Path) -> None:
     assert len(_read(out / "dev_rpl_s0.json")) == 3
 
 
-def test_given_databases_are_used_not_synthesised(tmp_path: Path) -> None:
+def test_given_databases_are_used_and_only_the_missing_one_synthesised(tmp_path: Path) -> None:
     dataset = load_bird(TABLES, QUESTIONS, statistics=STATISTICS)
     _, databases = bird_inputs(dataset)
     db_dir = tmp_path / "dev_databases"
-    for db_id, db in databases.items():
+    for db_id in ("student_club", "superhero"):  # debit_card_specializing is not given
+        db = databases[db_id]
         rows = synthesise_rows(db.schema, 11, statistics=db.statistics)
         create_database(db_dir / db_id / f"{db_id}.sqlite", db.schema, rows)
         shutil.copytree(
@@ -291,17 +293,31 @@ def test_given_databases_are_used_not_synthesised(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run = perturb_dataset(
         "bird", TABLES, QUESTIONS, out, propose, ("rpl",), (0,), db_dir=db_dir,
-        check_execution=True, verify_seeds=3, require_databases=True,
+        check_execution=True, verify_seeds=3, statistics=STATISTICS,
     )  # fmt: skip
-    assert run.synthesised == [] and run.synthesis_seeds == [] and run.databases is None
-    assert run.verification is not None and run.verification["by_status"] == {"ok": 30}
-    report = _read(out / "verification.json")
-    assert {r["synthesis_seed"] for r in report["records"]} == {None}
+    assert run.synthesised == ["debit_card_specializing"] and run.synthesis_seeds == [0, 1, 2]
+    assert run.verification is not None and run.verification["by_status"] == {"ok": 10 * 3 + 20}
+    seeds: dict[str, set[int | None]] = {}
+    for r in _read(out / "verification.json")["records"]:
+        seeds.setdefault(r["db_id"], set()).add(r["synthesis_seed"])
+    assert seeds == {
+        "debit_card_specializing": {0, 1, 2},
+        "student_club": {None},
+        "superhero": {None},
+    }
     copied = out / "dev_databases" / "superhero" / "superhero.sqlite"
     given = db_dir / "superhero" / "superhero.sqlite"
     query = "SELECT * FROM superhero ORDER BY id"
     with sqlite3.connect(copied) as a, sqlite3.connect(given) as b:
         assert a.execute(query).fetchall() == b.execute(query).fetchall()
+    # with --require-databases the missing one is refused, nothing written
+    with pytest.raises(InvalidTableError) as refused:
+        perturb_dataset(
+            "bird", TABLES, QUESTIONS, tmp_path / "o2", propose, ("rpl",), (0,),
+            db_dir=db_dir, require_databases=True,
+        )  # fmt: skip
+    assert refused.value.problem == "databases_required"
+    assert "debit_card_specializing" in refused.value.message
 
 
 def test_mentions_rewritten_in_every_form_values_untouched() -> None:

@@ -244,19 +244,19 @@ def _perturb(dataset: BirdDataset, request: DatasetRequest) -> DatasetRun:
         """Every check on the written databases, and again on databases synthesised with
         each further seed (the checks of synthesised databases only)."""
         started = time.perf_counter()
-        first = seeds_of_synthesis[0] if synthesised else None
-        reports = [verify(result, examples, paths, synthesis_seed=first)]
-        if synthesised:
-            again = _on_synthesised(result, set(synthesised))
-            fresh = {
-                d: dataclasses.replace(db, path=None) if d in synthesised else db
-                for d, db in originals.items()
-            }
+        made = set(synthesised)
+        given = _on(result, set(databases) - made)
+        reports = [verify(given, examples, paths)] if given.examples else []
+        if made:
+            again = _on(result, made)
+            reports.append(verify(again, examples, paths, synthesis_seed=seeds_of_synthesis[0]))
+            fresh = {d: dataclasses.replace(originals[d], path=None) for d in made}
+            own = [ex for ex in examples if ex.db_id in made]
             for seed in seeds_of_synthesis[1:]:
                 say(f"verify: synthesis seed {seed}")
                 with tempfile.TemporaryDirectory(prefix="cta-bird-") as tmp:
-                    other = materialise(again, fresh, tmp, examples, seed, values)
-                    reports.append(verify(again, examples, other, synthesis_seed=seed))
+                    other = materialise(again, fresh, tmp, own, seed, values)
+                    reports.append(verify(again, own, other, synthesis_seed=seed))
         seconds["verify"] = round(time.perf_counter() - started, 3)
         return combine_reports(reports)
 
@@ -275,10 +275,10 @@ def _perturb(dataset: BirdDataset, request: DatasetRequest) -> DatasetRun:
     )
 
 
-def _on_synthesised(result: ProtocolResult, synthesised: set[str]) -> ProtocolResult:
-    """The part of ``result`` whose databases are synthesised."""
-    variants = {k: v for k, v in result.variants.items() if v.source in synthesised}
-    items = [pe for pe in result.examples if pe.db_id in synthesised]
+def _on(result: ProtocolResult, db_ids: set[str]) -> ProtocolResult:
+    """The part of ``result`` over the databases ``db_ids`` (and their variants)."""
+    variants = {k: v for k, v in result.variants.items() if v.source in db_ids}
+    items = [pe for pe in result.examples if pe.db_id in db_ids]
     return ProtocolResult(items, variants, result.bound)
 
 
