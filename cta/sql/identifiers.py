@@ -153,7 +153,9 @@ def _spaced_identifier(text: str, style: NameStyle) -> str:
     ident = restyle(text, style)
     if " " not in ident:
         return sql_identifier(ident, dataclasses.replace(style, joiner="_"))
-    return ident
+    # a word written with capitals inside (``K-12``, ``SAT``) keeps them
+    given = {w.lower(): w for w in text.split() if any(c.isupper() for c in w[1:])}
+    return " ".join(given.get(w.lower(), w) for w in ident.split(" "))
 
 
 def sql_identifier(natural: str, style: NameStyle) -> str:
