@@ -147,6 +147,7 @@ def tiny_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from annotations_fixture import write_tiny_annotations
     from test_judge import tiny_checkpoint
 
+    import cta.providers  # noqa: F401 (the shipped components, built below by name)
     from cta import registry
     from cta.training import TrainingSettings, train_judge
     from cta.wordnet import load_wordnet
