@@ -115,9 +115,11 @@ def test_every_shipped_component_is_an_edge_the_import_contract_sees() -> None:
     seen = graph.find_upstream_modules("cta.providers")
     below = graph.find_upstream_modules("cta.registry")
     assert not {m for m in below if m.startswith(("retriever", "cta.judge", "cta.providers"))}
+    listed = cta.providers.__doc__ or ""
     for stage in registry.SETTING_OF:
         assert registry.stage(stage).names(), stage
         for name in registry.stage(stage).names():
+            assert name in listed, f"{stage} {name!r}: not in cta.providers' table"
             module = registry.stage(stage).get(name).__module__
             assert module in seen, (stage, name, module)
 
