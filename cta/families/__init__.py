@@ -56,12 +56,12 @@ from cta.results import PerturbationResult
 from cta.table import Table
 
 __all__ = [
+    "FAMILIES",
     "FAMILY_KINDS",
     "Abbreviation",
     "ColumnMerge",
     "ColumnSplit",
     "ContentEquivalence",
-    "FAMILIES",
     "DbEdit",
     "EquivalenceJudge",
     "Family",
