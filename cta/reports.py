@@ -119,6 +119,12 @@ class KindSummary(BaseModel):
     absolute_drop: dict[str, Spread]
     relative_drop: dict[str, Spread]
     relative_robustness: dict[str, Spread]
+    pre_by_difficulty: dict[str, dict[str, Spread]] = Field(
+        default_factory=dict, description="BIRD: difficulty → pre figures (empty without one)"
+    )
+    post_by_difficulty: dict[str, dict[str, Spread]] = Field(
+        default_factory=dict, description="BIRD: difficulty → post figures (empty without one)"
+    )
 
 
 class EvalReport(BaseModel):

@@ -12,7 +12,9 @@ import pytest
 from cta.datasets import perturb_dataset
 from cta.evaluation import FilePredictions, evaluate, load_directory, markdown, write_report
 from cta.evaluation.execution import ExecutionScorer, bird_result_eq
-from cta.evaluation.sets import BIRD, EvalDirectory
+from cta.evaluation.scoring import build_report
+from cta.evaluation.sets import BIRD, EvalDirectory, QuestionSet
+from cta.reports import ItemResult
 from cta.sql.database import SqlColumn, SqlSchema, SqlTable, create_database
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -175,3 +177,30 @@ def test_the_report_writes_birds_files(bird_out: Path, tmp_path: Path) -> None:
     assert json.loads(levels[0]) == {"difficulty": "simple"}
     assert (root / "dev_databases").resolve() == (bird_out / "dev_databases").resolve()
     assert "evaluation_ex.py" in (root / "run.sh").read_text(encoding="utf-8")
+
+
+def test_per_kind_by_difficulty_over_seeds() -> None:
+    sets = [
+        QuestionSet("dev", "dev_original", "original", None),
+        QuestionSet("dev", "dev_rpl_s0", "rpl", 0),
+        QuestionSet("dev", "dev_rpl_s1", "rpl", 1),
+    ]
+
+    def item(stem: str, kind: str, seed: int | None, i: int, level: str, ex: bool) -> ItemResult:
+        return ItemResult(
+            set=stem, position=i, source_index=i, kind=kind, seed=seed, db_id="d",
+            question="q", gold="SELECT 1", ex=ex, status="correct" if ex else "wrong",
+            difficulty=level,
+        )  # fmt: skip
+
+    levels = ["simple", "challenging"]
+    items = [item("dev_original", "original", None, i, levels[i], True) for i in range(2)]
+    items += [item("dev_rpl_s0", "rpl", 0, i, levels[i], i == 0) for i in range(2)]
+    items += [item("dev_rpl_s1", "rpl", 1, i, levels[i], True) for i in range(2)]
+    report = build_report(sets, items, "m", linking=False)
+    assert report.original_by_difficulty["dev"]["challenging"].ex == 1.0
+    [kind] = report.kinds
+    assert kind.post_by_difficulty["simple"]["ex"].mean == 1.0
+    assert kind.post_by_difficulty["challenging"]["ex"].mean == 0.5
+    assert kind.pre_by_difficulty["challenging"]["ex"].mean == 1.0
+    assert "| dev rpl post | 100.0 ± 0.0 | 50.0 ± 70.7 |" in markdown(report, plot_file=None)

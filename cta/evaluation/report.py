@@ -171,6 +171,24 @@ def _difficulty_lines(report: EvalReport, metrics: Sequence[str]) -> list[str]:
             if by:
                 row = " | ".join(cells(by.get(d)) for d in levels)
                 lines.append(f"| {r.set} {part} | {row} |")
+    several = [k for k in report.kinds if len(k.seeds) > 1 and k.post_by_difficulty]
+    if several:
+        lines += [
+            "",
+            f"Per kind over seeds, {label} mean ± std:",
+            "",
+            "| kind | " + " | ".join(levels) + " |",
+            "|---|" + "---:|" * len(levels),
+        ]
+        for k in several:
+            for part, spreads in (
+                ("pre", k.pre_by_difficulty),
+                ("post", k.post_by_difficulty),
+            ):
+                row = " | ".join(
+                    " / ".join(_spread(spreads.get(d, {}).get(m)) for m in metrics) for d in levels
+                )
+                lines.append(f"| {k.name} {k.kind} {part} | {row} |")
     return lines
 
 

@@ -219,9 +219,26 @@ def _summaries(results: Sequence[SetResult]) -> list[KindSummary]:
             absolute_drop=_spreads(group, lambda r: r.absolute_drop),
             relative_drop=_spreads(group, lambda r: r.relative_drop),
             relative_robustness=_spreads(group, lambda r: r.relative_robustness),
+            pre_by_difficulty=_difficulty_spreads(group, "pre_by_difficulty"),
+            post_by_difficulty=_difficulty_spreads(group, "post_by_difficulty"),
         )
         for (name, kind), group in groups.items()
     ]
+
+
+def _difficulty_spreads(group: Sequence[SetResult], part: str) -> dict[str, dict[str, Spread]]:
+    """Per difficulty, the spreads over seeds of a set's ``pre_by_difficulty`` or
+    ``post_by_difficulty`` figures (empty when the sets have none)."""
+    levels = list(dict.fromkeys(d for r in group for d in getattr(r, part)))
+
+    def figures(level: str) -> Callable[[SetResult], dict[str, Any]]:
+        def get(r: SetResult) -> dict[str, Any]:
+            scores: Scores | None = getattr(r, part).get(level)
+            return {} if scores is None else scores.model_dump(exclude={"n"}, exclude_none=True)
+
+        return get
+
+    return {level: _spreads(group, figures(level)) for level in levels}
 
 
 def evaluate(
