@@ -24,10 +24,12 @@ stand-in (every column renamed/extended by a name made from its own), and report
   that it mentions none (the bar: 100 %);
 - the RPL and ADD names drawn for one table per database, for a person to read.
 
-Run: ``nice .venv/bin/python benchmarks/bird.py input --out DIR [--mirror PATH]
-[--databases a,b] [--questions N]`` or ``nice .venv/bin/python benchmarks/bird.py run
-[--mirror PATH] [--seeds 2] [--verify-seeds 3] [--kinds rpl,add,…] [--proposer
-pipeline|names] [--out benchmarks/results/bird]`` → ``PREFIX.json`` and ``PREFIX.md``.
+The mirror is ``--mirror`` (default: ``.mirror/bird-bench+mini_dev/repo`` beside the
+checkout's folder). Run: ``nice .venv/bin/python -m benchmarks.bird input --out DIR
+[--databases a,b] [--questions N] [--readme]`` or ``nice .venv/bin/python -m benchmarks.bird
+run [--seeds 2] [--verify-seeds 3] [--kinds rpl,add,…] [--proposer pipeline|names] [--out
+benchmarks/results/bird] [--names benchmarks/results/bird_names.md]`` → ``PREFIX.json`` and
+``PREFIX.md``.
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ def _input(args: argparse.Namespace) -> int:
     databases = args.databases.split(",") if args.databases else None
     info = build_input(Path(args.mirror), Path(args.out), databases, args.questions)
     if args.readme:
-        command = "python benchmarks/bird.py input " + " ".join(sys.argv[2:])
+        command = "python -m benchmarks.bird input " + " ".join(sys.argv[2:])
         (Path(args.out) / "README.md").write_text(_fixture_readme(info, command), encoding="utf-8")
         (Path(args.out) / "LICENSE").write_text(LICENCE, encoding="utf-8")
     print(json.dumps(info))
@@ -368,7 +370,7 @@ def _markdown(report: dict[str, Any]) -> str:
     lines = [
         "# BIRD mini-dev through `--format bird`",
         "",
-        f"`benchmarks/bird.py run` — {report['questions']} questions over {len(report['databases'])} "
+        f"`python -m benchmarks.bird run` — {report['questions']} questions over {len(report['databases'])} "
         f"databases (synthesised from the mini-dev's column statistics), kinds "
         f"{', '.join(report['kinds'])}, seeds {report['seeds']}, every check on synthesis seeds "
         f"{report['synthesis_seeds']}; proposer: {report['proposer']}; {report['seconds']} s "

@@ -426,3 +426,15 @@ def test_a_dataset_job_over_bird_rewrites_sql_evidence_and_descriptions(tmp_path
         for table, renames in mapping.sql_mapping.items():
             names = [r["original_column_name"] for r in described[table]]
             assert set(renames.values()) <= set(names) and not set(renames) & set(names)
+
+
+def test_the_fixture_is_what_its_metadata_makes() -> None:
+    from cta.formats.bird import bird_from_metadata, read_descriptions
+
+    entries, descriptions = bird_from_metadata(STATISTICS)
+    assert entries == _read(TABLES)
+    for entry in entries:
+        folder = BIRD / "dev_databases" / entry["db_id"] / "database_description"
+        assert read_descriptions(folder, entry) == descriptions[entry["db_id"]]
+    assert "CC BY-SA 4.0" in (BIRD / "README.md").read_text()
+    assert "ShareAlike 4.0" in (BIRD / "LICENSE").read_text()
