@@ -173,9 +173,9 @@ def unregister(stage_name: str, name: str) -> None:
     stage(stage_name).unregister(name)
 
 
-def names(stage_name: str) -> list[str]:
-    """The registered names of a stage, sorted."""
-    return sorted(stage(stage_name).names())
+def names(stage_name: str) -> tuple[str, ...]:
+    """The registered names of a stage, in registration order (:meth:`Registry.names`)."""
+    return stage(stage_name).names()
 
 
 def create(stage_name: str, name: str, settings: Settings) -> Any:

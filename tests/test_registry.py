@@ -97,7 +97,7 @@ def test_every_registry_refuses_an_unknown_name_with_the_one_error_type() -> Non
 def test_families_and_formats_list_like_components() -> None:
     assert FAMILIES.names()[:3] == ("abbreviation", "content-equivalence", "shuffle")
     assert FORMATS.names()[:3] == ("spider", "wikisql", "wtq")
-    assert registry.names("retriever") == ["dense"]
+    assert registry.names("retriever") == ("dense",)
 
 
 def test_the_retriever_is_chosen_by_a_setting_like_every_component() -> None:
