@@ -341,6 +341,8 @@ def names_for_reading(proposals: Sequence[tuple[Any, Any]]) -> list[dict[str, An
     columns the gold SQL mentions."""
     best: dict[str, tuple[Any, Any]] = {}
     for table, result in proposals:
+        if "." not in (table.id or ""):
+            continue  # a family's own request (the table of a database's table names)
         db = (table.id or "").split(".")[0]
         if db not in best or len(result.columns) > len(best[db][1].columns):
             best[db] = (table, result)

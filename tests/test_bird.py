@@ -169,6 +169,10 @@ def test_synthesis_draws_from_the_statistics() -> None:
     amount = stats[ColumnRef("transactions_1k", "Amount")]
     values = [r[amounts.index("Amount")] for r in rows["transactions_1k"]]
     assert all(amount.min_value <= v <= amount.max_value for v in values if v is not None)
+    # 4 % of ChainID's cells are distinct in BIRD: no more than its 10 samples here
+    stations = db.schema.table("gasstations")
+    chains = [r[stations.index("ChainID")] for r in rows["gasstations"]]
+    assert len(chains) > 10 and len(set(chains)) <= 10
     keys = {r[customers.index("CustomerID")] for r in rows["customers"]}
     yearmonth = db.schema.table("yearmonth")
     assert {r[yearmonth.index("CustomerID")] for r in rows["yearmonth"]} <= keys

@@ -18,8 +18,9 @@
   A schema that says what its cells look like (:class:`ColumnStatistics`: BIRD's sample
   values, ranges, null and unique fractions) has its domains drawn from that: the sample
   values first (all of a column's values when it has no more distinct ones than samples),
-  then numbers and dates within the column's range; cells are NULL as often as the
-  column's null fraction says (never in a key).
+  then numbers and dates within the column's range, as many distinct values as its unique
+  fraction says; cells are NULL as often as the column's null fraction says (never in a
+  key).
 - :func:`create_database` / :func:`materialise_perturbed` — SQLite files: tables with their
   declared types, ``PRIMARY KEY`` and ``FOREIGN KEY`` clauses; a perturbed database copies
   every row of the source, in rowid order, under the new schema and fills added columns
@@ -33,6 +34,7 @@ share the identifier rules (SQLite's case-insensitive names) and are read togeth
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
@@ -638,6 +640,11 @@ def synthesise_rows(
         values = _distinct([*literals, *samples])[:size]
         if stats and not keyed and all(s.complete for s in stats):
             wanted = len(values) or wanted  # the samples are every value the column holds
+        elif stats and not keyed:
+            # as many distinct values as the column's unique fraction says (its samples at least)
+            shares = [s.unique_fraction for s in stats if s.unique_fraction is not None]
+            if shares:
+                wanted = min(wanted, max(math.ceil(max(shares) * wanted), len(values), 1))
         keys = {_value_key(v) for v in values}
         rng = seeded_rng(seed, "domain", *root)
         attempts = 0
