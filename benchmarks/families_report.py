@@ -36,14 +36,16 @@ from pathlib import Path
 from typing import Any
 
 from cta.datasets import perturb_dataset
-from cta.families.base import FAMILY_KINDS
+from cta.families import family_kinds, family_spec
 from cta.results import PerturbationResult
 from cta.table import Table
 
 SPIDER = Path(__file__).resolve().parents[2] / "shared" / "data" / "spider"
 RESULTS = Path(__file__).parent / "results"
 PIPELINE_KINDS = ("abbreviation", "table-rename", "insert-column", "question-synonym")
-STRUCTURAL = tuple(k for k in FAMILY_KINDS if k not in PIPELINE_KINDS)
+# the seed papers' families: every one planned per database (RPL and ADD plan per question)
+PAPERS_KINDS = tuple(k for k in family_kinds() if family_spec(k).scope == "database")
+STRUCTURAL = tuple(k for k in PAPERS_KINDS if k not in PIPELINE_KINDS)
 
 
 def _digest(folder: Path) -> str:
@@ -71,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.kinds == "all":
-        kinds = list(FAMILY_KINDS)
+        kinds = list(PAPERS_KINDS)
     elif args.kinds == "structural":
         kinds = list(STRUCTURAL)
     else:

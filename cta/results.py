@@ -16,21 +16,6 @@ from cta.text import text_problem
 #: :mod:`cta.registry`), so a new source needs no edit here.
 Source = str
 Kind = Literal["rpl", "add"]
-FamilyKind = Literal[
-    "abbreviation",
-    "content-equivalence",
-    "shuffle",
-    "opaque-keys",
-    "remove-column",
-    "normalise",
-    "flatten",
-    "insert-column",
-    "table-rename",
-    "column-split",
-    "column-merge",
-    "question-synonym",
-]
-"""The perturbation families beside RPL/ADD (:mod:`cta.families` implements each)."""
 Verdict = Literal["RPL", "ADD", "NONE"]
 EntitySource = Literal["given", "table-name", "predicted"]
 

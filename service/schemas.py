@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -23,7 +24,7 @@ from pydantic import (
 )
 
 from cta.reports import EvalDatabaseResult, EvalReport, SpiderDatabaseResult
-from cta.results import FamilyKind, JudgePair, JudgeScore, PerturbationResult, PerturbOptions
+from cta.results import JudgePair, JudgeScore, PerturbationResult, PerturbOptions
 from cta.table import Table
 
 __all__ = [
@@ -55,8 +56,29 @@ __all__ = [
     "TablesJobCreate",
 ]
 
-DatasetKind = Literal[Literal["rpl", "add"], FamilyKind]
-"""CTA's kinds and the families of the seed papers (one list: :data:`cta.families.FamilyKind`)."""
+
+def registered_kinds() -> tuple[str, ...]:
+    """Every perturbation kind the engine can run: the family registry's names."""
+    # deferred: the registry loads the engine; the SDK parses with these models without it
+    from cta.families import family_kinds
+
+    return family_kinds()
+
+
+def _registered_kind(kind: str) -> str:
+    known = registered_kinds()
+    if kind not in known:
+        raise ValueError(f"unknown kind {kind!r}; the kinds are {', '.join(known)}")
+    return kind
+
+
+def _kinds_enum(schema: dict[str, Any]) -> None:
+    schema["items"]["enum"] = list(registered_kinds())
+
+
+DatasetKind = Annotated[str, AfterValidator(_registered_kind)]
+"""A perturbation kind: RPL, ADD or a family of the seed papers, checked against the family
+registry (:func:`cta.families.family_kinds`), which also gives the document its enum."""
 JobKind = Literal["tables", "spider", "dataset", "eval"]
 JobState = Literal["queued", "running", "done", "cancelled"]
 ItemStatus = Literal["pending", "running", "done", "failed", "cancelled"]
@@ -209,6 +231,7 @@ class DatasetJobCreate(BaseModel):
         default=["rpl", "add"],
         min_length=1,
         description="rpl, add (CTA) and the families of the seed papers (cta.families)",
+        json_schema_extra=_kinds_enum,
     )
     seeds: list[StrictInt] = Field(default=[0, 1, 2, 3, 4], min_length=1, max_length=20)
     options: PerturbOptions = Field(default_factory=PerturbOptions)

@@ -366,12 +366,13 @@ def _wikisql(tmp_path: Path) -> tuple[Path, Path]:
 def test_wikisql_holds_the_families_its_logical_form_can(tmp_path: Path) -> None:
     from dataset_fixtures import accept_all
 
-    from cta.datasets.wikisql import WIKISQL_FAMILIES
+    from cta.datasets.wikisql import WIKISQL
+    from cta.families import held_kinds
 
     tables, questions = _wikisql(tmp_path)
     out = tmp_path / "out"
     kinds = ["shuffle", "remove-column", "insert-column", "abbreviation", "question-synonym"]
-    assert sorted(kinds) == sorted(WIKISQL_FAMILIES)
+    assert sorted(kinds) == sorted(set(held_kinds(WIKISQL.holds)) - {"rpl", "add"})
     run = perturb_dataset(
         "wikisql", tables, questions, out, propose, kinds, (0,), check_execution=True,
         judge=accept_all,
@@ -461,13 +462,15 @@ def test_wtq_perturbs_tables_and_repoints_questions(tmp_path: Path) -> None:
 def test_wtq_holds_the_families_that_keep_every_cell(tmp_path: Path) -> None:
     from dataset_fixtures import accept_all
 
-    from cta.datasets.wtq import WTQ_FAMILIES
+    from cta.datasets.wtq import WTQ
+    from cta.families import held_kinds
     from cta.table import InvalidTableError
 
     questions = [("which player played guard?", "Ann"), ("in which year did bob start?", "2001")]
     root = _wtq(tmp_path, '"Ann"', questions)
     out = tmp_path / "out"
-    kinds = list(WTQ_FAMILIES)
+    kinds = [k for k in held_kinds(WTQ.holds) if k not in ("rpl", "add")]
+    assert kinds == ["abbreviation", "shuffle", "insert-column", "question-synonym"]
     run = perturb_dataset(
         "wtq", root, root / "data" / "q.tsv", out, propose, kinds, (0,), judge=accept_all
     )

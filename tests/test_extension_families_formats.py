@@ -1,6 +1,7 @@
 """A new perturbation family and a new dataset format are each one file plus one registration
 line: a toy of each, defined here, is registered, chosen by name and run by the real drivers
-(verified by execution, for the family)."""
+(verified by execution, for the family), refused by a format that cannot hold what it needs,
+and named by the HTTP API's kinds."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from dataset_fixtures import accept_all, name_proposer, spider_entry
+from pydantic import ValidationError
 
 from cta.apply.sample import sample_perturbations
 from cta.datasets import (
@@ -22,19 +25,21 @@ from cta.datasets import (
     register_format,
     unregister_format,
 )
-from cta.datasets.base import CtaOnlyFormat, cta_only, summarise
+from cta.datasets.base import FormatDriver, summarise
 from cta.families import (
     DbEdit,
     FamilyContext,
     NotApplicable,
     family_kinds,
+    family_spec,
     register_family,
     unregister_family,
 )
-from cta.families.base import FAMILY_KINDS
 from cta.registry import UnknownNameError
+from cta.results import Kind
 from cta.sql.database import SqlSchema
 from cta.table import InvalidTableError, Table
+from service.schemas import DatasetJobCreate
 
 # -- a toy family: every table's columns in reverse order ---------------------------------------
 
@@ -57,17 +62,18 @@ class ReverseColumns:
         return DbEdit(schema=schema, operation="columns in reverse order", origin=origin)
 
 
-# -- a toy format: a JSON list of tables, RPL/ADD only -------------------------------------------
+# -- a toy format: a JSON list of tables, holding no database edit (RPL/ADD only) ----------------
 
 
-class TableListFormat(CtaOnlyFormat):
+class TableListFormat(FormatDriver):
     name = "table-list"
 
     def load(self, files: DatasetFiles) -> list[Table]:
         return [Table.parse(t) for t in json.loads(Path(files.tables).read_text())]
 
     def perturb(self, dataset: list[Table], request: DatasetRequest) -> DatasetRun:
-        kinds = cta_only(request.kinds)
+        self.check(request.kinds)  # what it holds: the kinds that need no database
+        kinds = [cast(Kind, k) for k in request.kinds]
         results = request.proposer(dataset)
         out = request.out_dir
         out.mkdir(parents=True, exist_ok=True)
@@ -147,10 +153,57 @@ def test_a_registered_format_runs_by_name(toys: None, tmp_path: Path) -> None:
         perturb_dataset("table-list", source, None, tmp_path / "o2", propose, ["shuffle"], [0])
 
 
+def test_a_registered_family_runs_where_its_needs_are_held(toys: None, tmp_path: Path) -> None:
+    # it needs a database and nothing more: WikiSQL holds it, the toy format does not
+    tables, questions = tmp_path / "dev.tables.jsonl", tmp_path / "dev.jsonl"
+    tables.write_text(
+        json.dumps({"id": "1-1", "header": ["Name", "Price"], "types": ["text", "real"],
+                    "rows": [["pen", 2], ["ink", 7]]}) + "\n"
+    )  # fmt: skip
+    questions.write_text(
+        json.dumps({"table_id": "1-1", "question": "Price of pen?", "phase": 1,
+                    "sql": {"sel": 1, "agg": 0, "conds": [[0, 0, "pen"]]}}) + "\n"
+    )  # fmt: skip
+    out = tmp_path / "out"
+    run = perturb_dataset(
+        "wikisql", tables, questions, out, propose, ["reverse-columns"], [0], check_execution=True
+    )
+    assert run.verification is not None and run.verification["equivalent_share"] == 1.0
+    [record] = [
+        json.loads(x) for x in (out / "dev_reverse-columns_s0.jsonl").read_text().splitlines()
+    ]
+    assert record["sql"]["sel"] == 0 and record["sql"]["conds"] == [[1, 0, "pen"]]
+    with pytest.raises(InvalidTableError, match="it holds rpl, add \\(") as refused:
+        perturb_dataset("table-list", tables, None, tmp_path / "o2", propose, ["reverse-columns"])
+    assert refused.value.problem == "unsupported_kind"
+    register_family("needs-keys", lambda tools: ReverseColumns(), needs=("database", "keys"))
+    try:
+        with pytest.raises(InvalidTableError, match="kind 'needs-keys': WikiSQL"):
+            perturb_dataset("wikisql", tables, questions, tmp_path / "o3", propose, ["needs-keys"])
+    finally:
+        unregister_family("needs-keys")
+
+
+def test_the_http_api_names_and_checks_the_registered_kinds(toys: None) -> None:
+    schema = DatasetJobCreate.model_json_schema()
+    assert schema["properties"]["kinds"]["items"]["enum"] == list(family_kinds())
+    assert family_kinds()[:2] == ("rpl", "add") and "reverse-columns" in family_kinds()
+    assert [family_spec(k).scope for k in ("rpl", "add", "reverse-columns")] == [
+        "question",
+        "question",
+        "database",
+    ]
+    job = {"kind": "dataset", "spider": [ENTRY], "questions": QUESTIONS}
+    assert DatasetJobCreate.model_validate({**job, "kinds": ["reverse-columns"]}).kinds == [
+        "reverse-columns"
+    ]
+    with pytest.raises(ValidationError, match="unknown kind 'reverse'; the kinds are rpl, add"):
+        DatasetJobCreate.model_validate({**job, "kinds": ["reverse"]})
+
+
 def test_unregistered_names_are_refused_and_the_built_ins_match_the_wire_kinds(
     tmp_path: Path,
 ) -> None:
-    assert family_kinds() == FAMILY_KINDS  # the HTTP API's kinds are the registered ones
     with pytest.raises(UnknownNameError, match="table-list") as fmt:
         dataset_format("table-list")
     assert fmt.value.problem == "unknown_format"
@@ -161,4 +214,6 @@ def test_unregistered_names_are_refused_and_the_built_ins_match_the_wire_kinds(
         perturb_dataset("spider", tables, questions, tmp_path / "out", propose, ["reverse-columns"])
     assert family.value.problem == "unknown_family"
     with pytest.raises(ValueError, match="cannot name a family"):
-        register_family("rpl", lambda tools: ReverseColumns())
+        register_family("all", lambda tools: ReverseColumns())
+    with pytest.raises(ValueError, match="unknown needs cells"):
+        register_family("x", lambda tools: ReverseColumns(), needs=("cells",))  # type: ignore[arg-type]

@@ -79,7 +79,9 @@ def test_every_registry_refuses_an_unknown_name_with_the_one_error_type() -> Non
         "no encoder named 'no-such-encoder' "
         "(CTA_ENCODER; known: minilm, sentence-transformers, tapas)"
     )
-    assert str(family.value).startswith("no family named 'no-such-family' (known: abbreviation, ")
+    assert str(family.value).startswith(
+        "no family named 'no-such-family' (known: rpl, add, abbreviation, "
+    )
     *first, last = FORMATS.names()  # spider, wikisql, wtq, then any format registered later
     assert first[:2] == ["spider", "wikisql"]
     assert (
@@ -95,7 +97,7 @@ def test_every_registry_refuses_an_unknown_name_with_the_one_error_type() -> Non
 
 
 def test_families_and_formats_list_like_components() -> None:
-    assert FAMILIES.names()[:3] == ("abbreviation", "content-equivalence", "shuffle")
+    assert FAMILIES.names()[:3] == ("rpl", "add", "abbreviation")
     assert FORMATS.names()[:3] == ("spider", "wikisql", "wtq")
     assert registry.names("retriever") == ("dense",)
 

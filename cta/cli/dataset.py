@@ -22,7 +22,7 @@ from cta.cli._io import check_input_path, error, print_json, settings_with_index
 from cta.cli._ray import add_ray_arguments, mapper, ray_requested
 from cta.datasets import FORMATS, Proposer, dataset_format, perturb_dataset
 from cta.datasets.layouts import LAYOUTS, write_drspider, write_hf
-from cta.families.base import FAMILY_KINDS
+from cta.families import family_kinds
 from cta.pipeline import Pipeline
 from cta.provenance import build_manifest, write_manifest
 from cta.results import PerturbationResult, PerturbOptions
@@ -80,8 +80,8 @@ def register(sub: Any) -> None:
         "--kind",
         default="rpl,add",
         help="comma-separated kinds: rpl, add (default rpl,add), a family of cta.families "
-        f"({', '.join(FAMILY_KINDS)}: every one for Spider, five for WikiSQL, four for WTQ — "
-        "docs/families.md) or all",
+        f"({', '.join(k for k in family_kinds() if k not in ('rpl', 'add'))}: every one for "
+        "Spider, five for WikiSQL, four for WTQ — docs/families.md) or all",
     )
     run.add_argument("--seeds", type=int, default=5, help="seeds 0…N-1 (default 5)")
     run.add_argument("--augment", action="store_true", help="original + RPL + ADD per pair")
@@ -111,19 +111,17 @@ def register(sub: Any) -> None:
     run.set_defaults(func=_run)
 
 
-ALL_KINDS: tuple[str, ...] = ("rpl", "add", *FAMILY_KINDS)
-
-
 def _kinds(text: str) -> list[str]:
+    known = family_kinds()  # every registered family, RPL and ADD first
     kinds: list[str] = []
     for part in text.split(","):
         part = part.strip().lower()
-        names = ALL_KINDS if part == "all" else (part,)
+        names = known if part == "all" else (part,)
         for name in names:
-            if name not in ALL_KINDS:
+            if name not in known:
                 raise InvalidTableError(
                     "unknown_kind",
-                    f"--kind: {name!r} is not one of {', '.join(ALL_KINDS)} or all",
+                    f"--kind: {name!r} is not one of {', '.join(known)} or all",
                 )
             if name not in kinds:
                 kinds.append(name)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cta.cli._io import describe_table_error, error
-from cta.cli.dataset import ALL_KINDS
+from cta.families import family_kinds
 from cta.formats.tables import load_tables
 from cta.table import InvalidTableError
 
@@ -263,7 +263,7 @@ def _dataset_kinds(text: str) -> list[str]:
     """``--kind`` of a dataset job, ``all`` expanded (the service refuses unknown kinds)."""
     kinds: list[str] = []
     for part in (k.strip().lower() for k in text.split(",") if k.strip()):
-        for kind in ALL_KINDS if part == "all" else (part,):
+        for kind in family_kinds() if part == "all" else (part,):
             if kind not in kinds:
                 kinds.append(kind)
     return kinds

@@ -1,22 +1,14 @@
 """The dataset layer: the ADVETA protocol over a text-to-SQL dataset (docs/method.md §4), what
 every format driver shares, and the :class:`DatasetFormat` protocol a driver provides.
 
-For every NL–SQL pair, every kind (RPL, ADD) and every seed, the tables of its database
-are perturbed: every column its gold SQL mentions gets a randomly chosen candidate of the
-pipeline (:func:`cta.apply.sample.sample_perturbations`); the gold SQL is rewritten
-(:func:`cta.sql.rewrite.rewrite_query`); the perturbed database is materialised and,
-on request, every rewritten query is executed against it and compared with the original
-query on the original database (:mod:`cta.sql.verify`).
-
-Perturbed databases. Different questions of one database mention different columns, so
-a faithful protocol needs one perturbed database per *distinct perturbation* rather than
-one per database and seed. Because candidates are drawn per column (the same column gets
-the same candidate under the same seed, whichever question asks), questions that mention
-the same columns share one perturbed database: ``<db_id>_<kind>_s<seed>_v<n>``, ``n``
-counting the distinct perturbations of that database, kind and seed in question order. A
-question whose SQL mentions no column (``SELECT count(*) FROM t``) keeps the original
-database. The proposer is called once, with every table whose columns some question
-mentions (``Table.target_columns`` = those columns).
+Every kind is a family (:mod:`cta.families`): RPL and ADD plan one edit per question over
+the pipeline's proposals (ADVETA's protocol, :mod:`cta.families.proposed`), the others one
+edit per database. :func:`run_protocol` binds every gold query, builds the families the
+kinds name and runs them (:func:`cta.families.run.run_families`); the perturbed databases are
+materialised and, on request, every rewritten query is executed against its database and
+compared with the original query on the original database (:mod:`cta.sql.verify`). A driver
+states what its format can hold (:class:`FormatDriver`: ``holds``); a kind whose family needs
+more is refused before anything is read.
 
 The protocol core is format-neutral (:func:`run_protocol` over :class:`SqlExample` and
 :class:`Database`); the drivers (:mod:`cta.datasets.spider`, :mod:`cta.datasets.wikisql`,
@@ -31,40 +23,25 @@ from __future__ import annotations
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from cta.apply.sample import ValueMode, sample_perturbations
-from cta.families import make_families
-from cta.families.base import Family
-from cta.families.model import (
-    Database,
-    DbEdit,
-    ProtocolResult,
-    Variant,
-    materialise_variant,
-)
+from cta.apply.sample import ValueMode
+from cta.families import family_spec, held_kinds, make_families
+from cta.families.base import Family, Need
+from cta.families.model import Database, ProtocolResult, materialise_variant
 from cta.families.naming import EquivalenceJudge
 from cta.families.run import run_families
 from cta.formats.spider import suite_members
-from cta.results import Kind, PerturbationResult, PerturbedTable
-from cta.sql.database import (
-    ColumnRef,
-    NewColumn,
-    SchemaPerturbation,
-    create_database,
-    perturb_schema,
-    sqlite_fold,
-    synthesise_rows,
-)
+from cta.results import PerturbationResult
+from cta.sql.database import ColumnRef, create_database, synthesise_rows
 from cta.sql.examples import PerturbedExample, SqlExample
-from cta.sql.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_query
+from cta.sql.rewrite import BoundQuery, SqlRewriteError, bind_query
 from cta.sql.verify import (
     ExecutionError,
     Status,
@@ -76,8 +53,6 @@ from cta.sql.verify import (
 from cta.table import InvalidTableError, Table
 
 __all__ = [
-    "CTA_KINDS",
-    "CtaOnlyFormat",
     "DatasetFiles",
     "DatasetFormat",
     "DatasetRequest",
@@ -85,14 +60,13 @@ __all__ = [
     "Proposer",
     "VerificationRecord",
     "VerificationReport",
+    "FormatDriver",
     "combine_reports",
-    "cta_kinds",
-    "cta_only",
     "finish_run",
     "materialise",
     "question_files",
-    "refuse_unheld",
     "families_of",
+    "reads_databases",
     "bind_examples",
     "run_protocol",
     "summarise",
@@ -102,21 +76,6 @@ __all__ = [
 
 Proposer = Callable[[Sequence[Table]], list[PerturbationResult]]
 """Judged candidates for tables (the CTA pipeline's ``perturb_many``, or a stand-in)."""
-
-
-_OPERATIONS = {
-    "rpl": "RPL: mentioned columns renamed",
-    "add": "ADD: a column added beside each mentioned one",
-}
-
-CTA_KINDS: tuple[Kind, ...] = ("rpl", "add")
-"""The kinds of the CTA protocol; every other kind names a family (:mod:`cta.families`)."""
-
-
-def cta_kinds(kinds: Sequence[str]) -> tuple[list[Kind], list[str]]:
-    """``kinds`` split into the CTA protocol's (RPL/ADD) and the families', order kept."""
-    cta = [cast(Kind, k) for k in kinds if k in CTA_KINDS]
-    return cta, [k for k in kinds if k not in CTA_KINDS]
 
 
 @dataclass(frozen=True)
@@ -165,10 +124,13 @@ D = TypeVar("D")
 
 
 class DatasetFormat(Protocol[D]):
-    """What a format's driver provides: check the kinds before anything is read, read the
-    files into a dataset ``D``, run the protocol over it and write the outputs."""
+    """What a format's driver provides: what the format can hold (``holds``: the
+    :data:`~cta.families.base.Need` it meets), a check of the kinds before anything is read,
+    reading the files into a dataset ``D``, running the protocol over it and writing the
+    outputs."""
 
     name: str
+    holds: frozenset[Need]
 
     def check(self, kinds: Sequence[str]) -> None:
         """Raise :class:`~cta.table.InvalidTableError` for a kind the format cannot run."""
@@ -183,154 +145,51 @@ class DatasetFormat(Protocol[D]):
         ...
 
 
-class CtaOnlyFormat:
-    """The base of a driver of a format the families cannot run on (RPL and ADD only)."""
+class FormatDriver:
+    """The base of a driver: ``holds`` what its format can hold (by default none of a
+    database's edits: RPL and ADD alone), ``cannot_hold`` why it holds no more."""
+
+    holds: frozenset[Need] = frozenset()
+    cannot_hold = "this format runs no family"
 
     def check(self, kinds: Sequence[str]) -> None:
-        cta_only(kinds)
-
-
-def refuse_unheld(kinds: Sequence[str], held: Sequence[str], why: str) -> None:
-    """``unsupported_kind`` for the first family of ``kinds`` a format cannot hold, saying
-    ``why`` and what it holds (``held``: its families)."""
-    _, families = cta_kinds(kinds)
-    for kind in families:
-        if kind not in held:
-            holds = ", ".join(["rpl", "add", *held])
-            raise InvalidTableError(
-                "unsupported_kind", f"kind {kind!r}: {why}; it holds {holds} (docs/families.md)"
-            )
-
-
-def cta_only(kinds: Sequence[str]) -> list[Kind]:
-    """The kinds of a format without families (``unsupported_kind`` for a family)."""
-    refuse_unheld(kinds, (), "this format runs no family")
-    return cta_kinds(kinds)[0]
+        """``unsupported_kind`` for the first of ``kinds`` whose family needs what the format
+        cannot hold (``unknown_family`` for a kind none registered)."""
+        held = held_kinds(self.holds)
+        for kind in kinds:
+            family_spec(kind)
+            if kind not in held:
+                raise InvalidTableError(
+                    "unsupported_kind",
+                    f"kind {kind!r}: {self.cannot_hold}; it holds {', '.join(held)} "
+                    "(docs/families.md)",
+                )
 
 
 def families_of(
-    kinds: Sequence[str], proposer: Proposer, judge: EquivalenceJudge | None
+    kinds: Sequence[str],
+    proposer: Proposer,
+    judge: EquivalenceJudge | None,
+    values: ValueMode = "generate",
 ) -> dict[str, Family]:
-    """The families ``kinds`` name, built over the proposer and the judge (none for RPL/ADD
-    alone); ``missing_judge`` when one needs the judge and there is none."""
-    _, families = cta_kinds(kinds)
-    if not families:
-        return {}
-    if "abbreviation" in families and judge is None:
-        raise InvalidTableError("missing_judge", "the abbreviation family needs the judge")
+    """The families ``kinds`` name, built over the proposer and the judge; ``missing_judge``
+    when one needs the judge and there is none."""
+    for kind in kinds:
+        if "judge" in family_spec(kind).needs and judge is None:
+            raise InvalidTableError("missing_judge", f"the {kind} family needs the judge")
 
     def no_judge(pairs: Sequence[tuple[str | None, str, str]]) -> list[bool]:
         raise InvalidTableError("missing_judge", "this family needs the judge")
 
-    return make_families(families, proposer, judge or no_judge)
+    return make_families(kinds, proposer, judge or no_judge, values)
+
+
+def reads_databases(kinds: Sequence[str]) -> bool:
+    """Whether a family of ``kinds`` plans over a written database (some read its cells)."""
+    return any("database" in family_spec(k).needs for k in kinds)
 
 
 # -- the protocol -----------------------------------------------------------------------------------
-def _new_columns(
-    original: Table, perturbed: PerturbedTable, schema_columns: Sequence[Any]
-) -> tuple[NewColumn, ...]:
-    """The perturbed table as :class:`NewColumn` entries over the original identifiers."""
-    ids = [c.original_name or c.name for c in original.columns]
-    types = [c.type for c in schema_columns]
-    out: list[NewColumn] = []
-    if perturbed.kind == "rpl":
-        for old_id, col_type, new in zip(ids, types, perturbed.table.columns, strict=True):
-            out.append(
-                NewColumn(
-                    name=new.original_name or new.name, type=col_type, source=old_id, label=new.name
-                )
-            )
-        return tuple(out)
-    j = 0
-    for new in perturbed.table.columns:
-        if j < len(original.columns) and new == original.columns[j]:
-            out.append(NewColumn(name=ids[j], type=types[j], source=ids[j], label=new.name))
-            j += 1
-        else:
-            out.append(
-                NewColumn(
-                    name=new.original_name or new.name,
-                    type=new.type,
-                    source=None,
-                    template=ids[j - 1],
-                    label=new.name,
-                )
-            )
-    return tuple(out)
-
-
-def _targets(
-    databases: Mapping[str, Database],
-    bound: Mapping[str, BoundQuery | SqlRewriteError],
-    examples: Sequence[SqlExample],
-) -> dict[tuple[str, int], list[str]]:
-    """Per (db, table index): identifiers of the columns some gold SQL mentions, table order."""
-    mentioned: dict[tuple[str, int], set[str]] = {}
-    for ex in examples:
-        b = bound[ex.id]
-        if isinstance(b, BoundQuery):
-            db = databases[ex.db_id]
-            for ref in b.columns:
-                t = _table_index(db, ref.table)
-                mentioned.setdefault((ex.db_id, t), set()).add(sqlite_fold(ref.column))
-    out: dict[tuple[str, int], list[str]] = {}
-    for (db_id, t), names in mentioned.items():
-        table = databases[db_id].schema.tables[t]
-        out[(db_id, t)] = [c.name for c in table.columns if sqlite_fold(c.name) in names]
-    return dict(sorted(out.items()))
-
-
-def _table_index(db: Database, name: str) -> int:
-    key = sqlite_fold(name)
-    for i, table in enumerate(db.schema.tables):
-        if sqlite_fold(table.name) == key:
-            return i
-    raise KeyError(name)
-
-
-@dataclass
-class _Sampled:
-    """The perturbation of one example's tables under one kind and seed."""
-
-    changes: dict[str, tuple[NewColumn, ...]]
-    mapping: dict[str, dict[str, str]]
-    sql_mapping: dict[str, dict[str, str]]
-    unperturbed: dict[str, dict[str, str]]
-
-
-def _sample_tables(
-    bound: BoundQuery,
-    db: Database,
-    request_of: Mapping[tuple[str, int], Table],
-    result_of: Mapping[tuple[str, int], PerturbationResult],
-    kind: Kind,
-    seed: int,
-    values: ValueMode,
-) -> _Sampled:
-    """Perturb every table the query mentions: each of its mentioned columns once."""
-    sampled = _Sampled({}, {}, {}, {})
-    for t, table in enumerate(db.schema.tables):
-        mentioned = [
-            r.column for r in bound.columns if sqlite_fold(r.table) == sqlite_fold(table.name)
-        ]
-        if not mentioned:
-            continue
-        natural_table = request_of[(db.db_id, t)]
-        columns = [natural_table.column(c).name for c in mentioned]
-        [pt] = sample_perturbations(
-            natural_table, result_of[(db.db_id, t)], kind, 1, seed, columns=columns, values=values
-        )
-        if pt.unperturbed:
-            sampled.unperturbed[table.name] = dict(pt.unperturbed)
-        if not pt.mapping:
-            continue
-        new_columns = _new_columns(natural_table, pt, table.columns)
-        sampled.changes[table.name] = new_columns
-        sampled.mapping[table.name] = dict(pt.mapping)
-        sampled.sql_mapping[table.name] = _sql_mapping(natural_table, pt, new_columns)
-    return sampled
-
-
 def bind_examples(
     examples: Sequence[SqlExample], databases: Mapping[str, Database]
 ) -> dict[str, BoundQuery | SqlRewriteError]:
@@ -359,111 +218,28 @@ def run_protocol(
     seeds: Sequence[int] = (0, 1, 2, 3, 4),
     values: ValueMode = "generate",
     *,
-    families: Mapping[str, Family] | None = None,
+    judge: EquivalenceJudge | None = None,
+    holds: Collection[Need] | None = None,
     bound: Mapping[str, BoundQuery | SqlRewriteError] | None = None,
     questions: Mapping[str, str] | None = None,
 ) -> ProtocolResult:
     """The one runner: every example once per kind and seed, one record each.
 
-    RPL and ADD are planned per question over the pipeline's proposals (see the module
-    docstring); every other kind by its family in ``families``, once per database and seed
-    (:func:`cta.families.run.run_families`: the databases' ``path`` is the written original a
-    family reads cells from, ``questions`` the question text per example id). The records come
-    RPL/ADD first, then the families, each in example × kind × seed order. ``bound`` is
-    :func:`bind_examples`'s result when the caller already has it.
+    Every kind is a family, built over ``proposer`` and ``judge`` (:func:`families_of`) and
+    run by :func:`cta.families.run.run_families`, per question or per database as it was
+    registered: the databases' ``path`` is the written original a family reads cells from,
+    ``questions`` the question text per example id, ``holds`` what the format can hold (an
+    edit beyond it leaves its questions as they were). The records come the per-question
+    families (RPL, ADD) first, then the others, each in example × kind × seed order.
+    ``bound`` is :func:`bind_examples`'s result when the caller already has it.
     """
-    started = time.perf_counter()
     if bound is None:
         bound = bind_examples(examples, databases)
-    kinds, others = cta_kinds(kinds)
-    missing = [k for k in others if families is None or k not in families]
-    if missing:
-        raise ValueError(f"no family given for {', '.join(missing)}")
-
-    # One proposer call over every table a gold SQL touches, targets = mentioned columns.
-    targets = _targets(databases, bound, examples)
-    requests: list[Table] = []
-    for (db_id, t), identifiers in targets.items():
-        source_table = databases[db_id].tables[t]
-        natural = [source_table.column(i).name for i in identifiers]
-        requests.append(source_table.model_copy(update={"target_columns": natural}))
-    results = proposer(requests) if requests and kinds else []
-    if not kinds:
-        requests, targets = [], {}
-    if len(results) != len(requests):
-        raise ValueError(f"proposer returned {len(results)} results for {len(requests)} tables")
-    result_of = dict(zip(targets, results, strict=True))
-    request_of = dict(zip(targets, requests, strict=True))
-
-    variants: dict[str, Variant] = {}
-    variant_of: dict[tuple[Any, ...], str] = {}
-    counts: Counter[tuple[str, str, int]] = Counter()
-    out: list[PerturbedExample] = []
-    for ex in examples:
-        b = bound[ex.id]
-        db = databases[ex.db_id]
-        for kind in kinds:
-            for seed in seeds:
-                item = partial(PerturbedExample.of, ex.id, ex.db_id, kind, seed)
-                if isinstance(b, SqlRewriteError):
-                    out.append(item(sql=None, problem=str(b)))
-                    continue
-                sampled = _sample_tables(b, db, request_of, result_of, kind, seed, values)
-                if not sampled.changes:
-                    out.append(item(sql=ex.sql, unperturbed=sampled.unperturbed))
-                    continue
-                signature = (ex.db_id, kind, seed, tuple(sorted(sampled.changes.items())))
-                variant_id = variant_of.get(signature)
-                if variant_id is None:
-                    n = counts[(ex.db_id, kind, seed)]
-                    counts[(ex.db_id, kind, seed)] += 1
-                    variant_id = f"{ex.db_id}_{kind}_s{seed}_v{n}"
-                    perturbation = SchemaPerturbation(sampled.changes)
-                    edit = DbEdit(
-                        schema=perturb_schema(db.schema, perturbation),
-                        operation=_OPERATIONS[kind],
-                        mapping=sampled.sql_mapping,
-                        column_map=perturbation.column_map(db.schema),
-                        perturbation=perturbation,
-                    )
-                    variants[variant_id] = Variant(variant_id, ex.db_id, kind, seed, edit)
-                    variant_of[signature] = variant_id
-                edit = variants[variant_id].edit
-                try:
-                    sql: str | None = rewrite_query(ex.sql, db.schema, edit.schema, edit.column_map)
-                    problem = None
-                except SqlRewriteError as exc:
-                    sql, problem = None, str(exc)
-                out.append(
-                    item(
-                        perturbed_db_id=variant_id,
-                        sql=sql,
-                        problem=problem,
-                        mapping=sampled.mapping,
-                        sql_mapping=sampled.sql_mapping,
-                        unperturbed=sampled.unperturbed,
-                    )
-                )
-    result = ProtocolResult(out, variants, dict(bound))
-    if others:
-        assert families is not None
-        chosen = {k: families[k] for k in others}
-        found = run_families(examples, databases, bound, chosen, seeds, questions)
-        result.examples += found.examples
-        result.variants.update(found.variants)
-    result.seconds = time.perf_counter() - started
-    return result
-
-
-def _sql_mapping(
-    original: Table, perturbed: PerturbedTable, new_columns: Sequence[NewColumn]
-) -> dict[str, str]:
-    """The mapping between SQL identifiers (RPL: old → new; ADD: target → added)."""
-    if perturbed.kind == "rpl":
-        return {
-            c.source: c.name for c in new_columns if c.source is not None and c.name != c.source
-        }
-    return {c.template: c.name for c in new_columns if c.source is None and c.template}
+    families = families_of(kinds, proposer, judge, values)
+    scopes = {k: family_spec(k).scope for k in families}
+    return run_families(
+        examples, databases, bound, families, seeds, questions, scopes=scopes, holds=holds
+    )
 
 
 # -- databases -------------------------------------------------------------------------------------

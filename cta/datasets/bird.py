@@ -23,19 +23,18 @@ from typing import Any
 
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
-    CTA_KINDS,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
+    FormatDriver,
     Proposer,
     VerificationReport,
     bind_examples,
     combine_reports,
-    families_of,
     finish_run,
     materialise,
     question_files,
-    refuse_unheld,
+    reads_databases,
     run_protocol,
     verify,
     write_mappings,
@@ -62,23 +61,7 @@ from cta.sql.examples import PerturbedExample, SqlExample
 from cta.sql.rewrite import BoundQuery, SqlRewriteError
 from cta.table import ColumnType, InvalidTableError
 
-__all__ = ["BIRD", "BIRD_FAMILIES", "BirdFormat", "bird_inputs", "perturb_bird_database"]
-
-BIRD_FAMILIES: tuple[str, ...] = (
-    "abbreviation",
-    "shuffle",
-    "opaque-keys",
-    "remove-column",
-    "normalise",
-    "insert-column",
-    "table-rename",
-    "question-synonym",
-)
-"""The families BIRD can hold: those that rename, move, add, drop or re-key columns and
-tables, which a question's evidence can follow by renaming its mentions; not those that
-merge tables or read a column back through an expression (``flatten``, ``column-split``,
-``column-merge``, ``content-equivalence``), after which the evidence would name columns the
-database no longer has."""
+__all__ = ["BIRD", "BirdFormat", "bird_inputs", "perturb_bird_database"]
 
 _BIRD_TYPE = {
     ColumnType.NUMBER: "real",
@@ -138,20 +121,19 @@ def _distinct_naturals(entry: Mapping[str, Any]) -> dict[str, Any]:
     return {**entry, "column_names": distinct}
 
 
-class BirdFormat:
-    """The BIRD driver (:class:`~cta.datasets.base.DatasetFormat`): RPL, ADD and the
-    families of :data:`BIRD_FAMILIES`; writes the layout of :mod:`cta.formats.bird`."""
+class BirdFormat(FormatDriver):
+    """The BIRD driver (:class:`~cta.datasets.base.DatasetFormat`); writes the layout of
+    :mod:`cta.formats.bird`. It holds the edits that rename, move, add, drop or re-key
+    columns and tables, which a question's evidence can follow by renaming its mentions; not
+    those that merge tables or read a column back through an expression, after which the
+    evidence would name columns the database no longer has."""
 
     name = "bird"
-
-    def check(self, kinds: Sequence[str]) -> None:
-        """A family BIRD cannot hold is refused before anything is read."""
-        refuse_unheld(
-            kinds,
-            BIRD_FAMILIES,
-            "BIRD's evidence names columns and tables in free text, which cannot follow a "
-            "merged table or a column read back through an expression",
-        )
+    holds = frozenset({"database", "dropped-columns", "several-tables", "table-names", "keys"})
+    cannot_hold = (
+        "BIRD's evidence names columns and tables in free text, which cannot follow a "
+        "merged table or a column read back through an expression"
+    )
 
     def load(self, files: DatasetFiles) -> BirdDataset:
         return load_bird(
@@ -208,10 +190,9 @@ def _perturb(dataset: BirdDataset, request: DatasetRequest) -> DatasetRun:
         f"protocol: {len(examples)} examples × {len(request.kinds)} kinds × "
         f"{len(request.seeds)} seeds"
     )
-    families = families_of(request.kinds, request.proposer, request.judge)
     result = run_protocol(
         examples, originals, request.proposer, request.kinds, request.seeds, values,
-        families=families, bound=bound, questions=records.questions(),
+        judge=request.judge, holds=BIRD.holds, bound=bound, questions=records.questions(),
     )  # fmt: skip
     seconds["protocol"] = round(result.seconds, 3)
     t0 = time.perf_counter()
@@ -305,9 +286,8 @@ class _BirdRecords:
         for variant in result.variants.values():
             source = self.dataset.entries[variant.source]
             table_map: dict[int, int] | None = None
-            if variant.kind in CTA_KINDS:
-                assert variant.edit.perturbation is not None  # an RPL/ADD variant
-                entry, index_map = perturbed_entry(source, variant.db_id, variant.edit.perturbation)
+            if variant.edit.by_columns is not None:
+                entry, index_map = perturbed_entry(source, variant.db_id, variant.edit.by_columns)
             else:
                 entry, index_map, _ = entry_of(source, variant.db_id, variant.edit)
                 table_map = _table_places(source, entry, variant.edit.table_map)
@@ -452,9 +432,8 @@ def perturb_bird_database(
     examples, databases = bird_inputs(dataset)
     bound = bind_examples(examples, databases)
     builder = _BirdRecords(dataset, examples, bound)
-    families = families_of(kinds, proposer, judge)
     with tempfile.TemporaryDirectory(prefix="cta-bird-") as tmp:
-        if families:  # they plan on a written original (some read its cells)
+        if reads_databases(kinds):  # they plan on a written original (some read its cells)
             written = materialise(ProtocolResult([], {}, bound), databases, tmp, examples)
             databases = {
                 d: dataclasses.replace(db, entry=dataset.entries[d], path=written.get(d))
@@ -462,7 +441,7 @@ def perturb_bird_database(
             }
         result = run_protocol(
             examples, databases, proposer, kinds, seeds, values,
-            families=families, bound=bound, questions=builder.questions(),
+            judge=judge, holds=BIRD.holds, bound=bound, questions=builder.questions(),
         )  # fmt: skip
     builder.add_variants(result)
     questions: dict[str, list[dict[str, Any]]] = {f"{k}_s{s}": [] for k in kinds for s in seeds}

@@ -1,7 +1,7 @@
 """The Spider driver: ``tables.json``, question files and ``database/`` through the protocol.
 
-The CTA kinds (RPL/ADD) run through :func:`cta.datasets.base.run_protocol`; the other kinds
-are the families of :mod:`cta.families`, planned on the written original databases. The
+Every kind is a family of :mod:`cta.families`, run by :func:`cta.datasets.base.run_protocol`
+on the written original databases; Spider holds every edit. The
 same code serves ``cta dataset perturb --format spider`` (files: :func:`perturb_spider`) and
 the service's dataset jobs (one database in memory: :func:`perturb_spider_database`, its
 entry checked at submission by :func:`spider_database`).
@@ -20,20 +20,20 @@ from typing import Any
 
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
-    CTA_KINDS,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
+    FormatDriver,
     Proposer,
     bind_examples,
-    families_of,
     finish_run,
     materialise,
     question_files,
+    reads_databases,
     run_protocol,
     write_mappings,
 )
-from cta.families import entry_of
+from cta.families import NEEDS, entry_of
 from cta.families.model import Database, ProtocolResult
 from cta.families.naming import EquivalenceJudge
 from cta.formats.spider import (
@@ -90,10 +90,10 @@ def spider_inputs(dataset: SpiderDataset) -> tuple[list[SqlExample], dict[str, D
     return examples, databases
 
 
-class SpiderFormat:
-    """The Spider driver (:class:`~cta.datasets.base.DatasetFormat`), the one that also runs
-    the families of :mod:`cta.families` (``request.judge`` is the judge's equivalence rule,
-    needed by ``abbreviation``).
+class SpiderFormat(FormatDriver):
+    """The Spider driver (:class:`~cta.datasets.base.DatasetFormat`): it holds every edit, so
+    every family of :mod:`cta.families` runs on it (``request.judge`` is the judge's
+    equivalence rule, needed by ``abbreviation``).
 
     Writes ``tables.json`` (original and perturbed entries), ``database/<db_id>/…sqlite``
     (originals copied or synthesised, perturbed ones materialised — data migrated), per kind
@@ -109,9 +109,7 @@ class SpiderFormat:
     """
 
     name = "spider"
-
-    def check(self, kinds: Sequence[str]) -> None:
-        """Every kind runs on Spider (an unknown family fails in :func:`make_families`)."""
+    holds = frozenset(n for n in NEEDS if n != "judge")
 
     def load(self, files: DatasetFiles) -> SpiderDataset:
         return load_spider(files.tables, files.required_questions("Spider"), files.db_dir)
@@ -149,10 +147,9 @@ class SpiderFormat:
             f"protocol: {len(examples)} examples × {len(request.kinds)} kinds × "
             f"{len(request.seeds)} seeds"
         )
-        families = families_of(request.kinds, request.proposer, request.judge)
         result = run_protocol(
             examples, databases, request.proposer, request.kinds, request.seeds, values,
-            families=families, bound=bound, questions=records.questions(),
+            judge=request.judge, holds=self.holds, bound=bound, questions=records.questions(),
         )  # fmt: skip
         seconds["protocol"] = round(result.seconds, 3)
         t0 = time.perf_counter()
@@ -219,15 +216,14 @@ class _SpiderRecords:
     def add_variants(
         self, schemas: Mapping[str, Mapping[str, Any]], result: ProtocolResult
     ) -> None:
-        """The ``tables.json`` entry of every variant, in the run's order: an RPL/ADD variant's
-        from its schema perturbation, a family's from its edit (with the table indices it
+        """The ``tables.json`` entry of every variant, in the run's order: from its column
+        perturbation when that is the whole edit (RPL, ADD), else from the edit (with the table indices it
         moved, and whether Spider's parsed ``sql`` can follow it)."""
         for variant in result.variants.values():
             edit = variant.edit
-            if variant.kind in CTA_KINDS:
-                assert edit.perturbation is not None  # an RPL/ADD variant
+            if edit.by_columns is not None:
                 entry, index_map = perturbed_entry(
-                    schemas[variant.source], variant.db_id, edit.perturbation
+                    schemas[variant.source], variant.db_id, edit.by_columns
                 )
                 self.entries.append(entry)
                 self.index_maps[variant.db_id] = index_map
@@ -375,15 +371,15 @@ def perturb_spider_database(
         for i, r in enumerate(records)
     ]
     builder = _SpiderRecords(records, examples)
-    families = families_of(kinds, proposer, judge)
+    SPIDER.check(kinds)
     bound = bind_examples(examples, databases)
     with tempfile.TemporaryDirectory(prefix="cta-families-") as tmp:
-        if families:  # they plan on a written original (some read its cells)
+        if reads_databases(kinds):  # families that plan on a written original (its cells)
             written = materialise(ProtocolResult([], {}, bound), databases, tmp, examples)
             databases = _with_originals(databases, entries, written)
         result = run_protocol(
             examples, databases, proposer, kinds, seeds, values,
-            families=families, bound=bound, questions=builder.questions(),
+            judge=judge, holds=SPIDER.holds, bound=bound, questions=builder.questions(),
         )  # fmt: skip
     builder.add_variants(entries, result)
     questions: dict[str, list[dict[str, Any]]] = {

@@ -18,22 +18,19 @@ from typing import Any
 
 from cta.apply.sample import ValueMode
 from cta.datasets.base import (
-    CTA_KINDS,
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
+    FormatDriver,
     bind_examples,
-    cta_kinds,
-    families_of,
     finish_run,
     materialise,
     question_files,
-    refuse_unheld,
+    reads_databases,
     run_protocol,
     write_mappings,
 )
-from cta.families.base import Family, FamilyContext, NotApplicable
-from cta.families.model import Database, DbEdit, ProtocolResult, Variant, carried_columns
+from cta.families.model import Database, ProtocolResult, Variant, carried_columns
 from cta.formats.tables import load_wikisql_table
 from cta.formats.wikisql import (
     WikiSqlDataset,
@@ -63,20 +60,10 @@ def _index_map(table: SqlTable, new_columns: Sequence[NewColumn]) -> dict[int, i
     return {table.index(c.source): j for j, c in enumerate(new_columns) if c.source is not None}
 
 
-WIKISQL_FAMILIES: tuple[str, ...] = (
-    "abbreviation",
-    "shuffle",
-    "remove-column",
-    "insert-column",
-    "question-synonym",
-)
-"""The families WikiSQL's logical form can hold: one table, columns by index (moved by the
-edit), no expressions, no table names (see docs/families.md)."""
-
-
-class WikiSqlFormat:
-    """The WikiSQL driver (:class:`~cta.datasets.base.DatasetFormat`): RPL, ADD and the
-    families of :data:`WIKISQL_FAMILIES`.
+class WikiSqlFormat(FormatDriver):
+    """The WikiSQL driver (:class:`~cta.datasets.base.DatasetFormat`): its logical form holds
+    one table, columns by index (renamed, moved, dropped or added by an edit), no
+    expressions, no table names and no keys (see docs/families.md).
 
     Writes per kind and seed (or ``augment``) ``<name>_….jsonl`` + ``<name>_….tables.jsonl``
     + ``<name>_….db`` (WikiSQL's evaluator layout), ``mappings.jsonl`` and, with
@@ -85,14 +72,10 @@ class WikiSqlFormat:
     """
 
     name = "wikisql"
-
-    def check(self, kinds: Sequence[str]) -> None:
-        """A family WikiSQL cannot hold is refused before anything is read."""
-        refuse_unheld(
-            kinds,
-            WIKISQL_FAMILIES,
-            "WikiSQL's logical form (one table, columns by index, no expressions) cannot hold it",
-        )
+    holds = frozenset({"database", "dropped-columns"})
+    cannot_hold = (
+        "WikiSQL's logical form (one table, columns by index, no expressions) cannot hold it"
+    )
 
     def load(self, files: DatasetFiles) -> WikiSqlDataset:
         return load_wikisql(files.required_questions("WikiSQL"), files.tables)
@@ -107,7 +90,6 @@ WIKISQL = WikiSqlFormat()
 def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
     say, values, out = request.say, request.values, request.out_dir
     WIKISQL.check(request.kinds)
-    kinds, family_kinds = cta_kinds(request.kinds)
     seeds = request.seeds
     seconds: dict[str, float] = {}
     databases: dict[str, Database] = {}
@@ -141,22 +123,18 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
             continue
         examples.append(SqlExample(ex_id, table_id, sql))
         record_of[ex_id] = record
-    say(f"protocol: {len(examples)} examples × {len(kinds)} kinds × {len(seeds)} seeds")
+    say(f"protocol: {len(examples)} examples × {len(request.kinds)} kinds × {len(seeds)} seeds")
     bound = bind_examples(examples, databases)
-    families = {
-        k: _OneTable(f)
-        for k, f in families_of(request.kinds, request.proposer, request.judge).items()
-    }
     with tempfile.TemporaryDirectory(prefix="cta-wikisql-") as tmp:
         planned = databases
-        if families:  # they plan on the written originals (some read their cells)
+        if reads_databases(request.kinds):  # they plan on the written originals (their cells)
             written = materialise(
                 ProtocolResult([], {}, bound), databases, Path(tmp) / "original", examples
             )
             planned = {k: dataclasses.replace(db, path=written[k]) for k, db in databases.items()}
         result = run_protocol(
             examples, planned, request.proposer, request.kinds, seeds, values,
-            families=families, bound=bound,
+            judge=request.judge, holds=WIKISQL.holds, bound=bound,
             questions={i: str(r.get("question", "")) for i, r in record_of.items()},
         )  # fmt: skip
         # The family variants' cells, migrated the way their databases are.
@@ -178,7 +156,8 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
             continue
         variant = result.variants[pe.perturbed_db_id]
         table = databases[pe.db_id].schema.tables[0]
-        if variant.kind not in CTA_KINDS:
+        new_columns = _columns_of(variant)
+        if new_columns is None:
             new_table = variant.edit.schema.tables[0]
             form = remap(record_of[pe.id]["sql"], _family_index_map(table, variant))
             pe.sql = to_sql(form, new_table.name, [c.name for c in new_table.columns])
@@ -188,8 +167,6 @@ def _perturb(dataset: WikiSqlDataset, request: DatasetRequest) -> DatasetRun:
                     dataset.tables[pe.db_id], variant, table, family_rows[variant.db_id]
                 )
             continue
-        assert variant.edit.perturbation is not None  # an RPL/ADD variant
-        [(_, new_columns)] = list(variant.edit.perturbation.tables.items())
         form = remap(record_of[pe.id]["sql"], _index_map(table, new_columns))
         pe.sql = to_sql(form, table.name, [c.name for c in new_columns])
         forms[(pe.id, pe.kind, pe.seed)] = form
@@ -256,19 +233,14 @@ def _wikisql_table(
     return _table_object(obj, variant.db_id, columns, rows_out)
 
 
-class _OneTable:
-    """A family whose edits must fit WikiSQL's logical form: one table, columns moved,
-    renamed, dropped or added — never an expression or a rewrite of the family's own."""
-
-    def __init__(self, family: Family) -> None:
-        self.family = family
-        self.kind = family.kind
-
-    def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
-        edit = self.family.plan(ctx, seed)
-        if len(edit.schema.tables) != 1 or edit.expressions or edit.rewrite is not None:
-            raise NotApplicable("WikiSQL's logical form cannot hold this edit")
-        return edit
+def _columns_of(variant: Variant) -> tuple[NewColumn, ...] | None:
+    """The table's new columns when a column perturbation is the whole edit (RPL, ADD: its
+    table written from them); None for an edit its origin and labels describe."""
+    perturbation = variant.edit.by_columns
+    if perturbation is None:
+        return None
+    [(_, new_columns)] = list(perturbation.tables.items())
+    return new_columns
 
 
 def _family_rows(
@@ -280,7 +252,7 @@ def _family_rows(
 ) -> dict[str, list[tuple[Any, ...]]]:
     """The rows of every family variant's table, migrated (or, for an added column,
     generated) the way its database is written."""
-    family = {k: v for k, v in result.variants.items() if v.kind not in CTA_KINDS}
+    family = {k: v for k, v in result.variants.items() if v.edit.by_columns is None}
     if not family:
         return {}
     paths = materialise(

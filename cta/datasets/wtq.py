@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -20,16 +21,17 @@ from cta.datasets.base import (
     DatasetFiles,
     DatasetRequest,
     DatasetRun,
-    cta_kinds,
+    FormatDriver,
     families_of,
-    refuse_unheld,
     summarise,
     write_mappings,
 )
+from cta.families import family_spec
 from cta.families.base import FamilyContext, NotApplicable, Usage
 from cta.families.model import DbEdit, Variant, carried_columns, materialise_variant
 from cta.formats.tables import normalise_name
 from cta.formats.wtq import WtqDataset, load_wtq, write_csv, write_tsv
+from cta.results import Kind
 from cta.sql.database import (
     SchemaError,
     SqlColumn,
@@ -41,7 +43,7 @@ from cta.sql.database import (
 )
 from cta.table import Column, Table
 
-__all__ = ["WTQ", "WTQ_FAMILIES", "WtqFamilyMapping", "WtqFormat", "WtqMapping"]
+__all__ = ["WTQ", "WtqFamilyMapping", "WtqFormat", "WtqMapping"]
 
 
 class WtqMapping(BaseModel):
@@ -55,11 +57,6 @@ class WtqMapping(BaseModel):
     unperturbed: dict[str, str]
 
 
-WTQ_FAMILIES: tuple[str, ...] = ("abbreviation", "shuffle", "insert-column", "question-synonym")
-"""The families WTQ can hold: its answers are computed from the cells, so an edit may rename,
-move or add columns, or reword the question — never drop a column or change a cell."""
-
-
 class WtqFamilyMapping(BaseModel):
     """One table (or, for ``question-synonym``, its questions) under one family and seed."""
 
@@ -71,9 +68,12 @@ class WtqFamilyMapping(BaseModel):
     unchanged: str | None = None
 
 
-class WtqFormat:
-    """The WTQ driver (:class:`~cta.datasets.base.DatasetFormat`): RPL, ADD and the families
-    of :data:`WTQ_FAMILIES`.
+class WtqFormat(FormatDriver):
+    """The WTQ driver (:class:`~cta.datasets.base.DatasetFormat`). Its answers are computed
+    from the cells, so an edit may rename, move or add columns, or reword the question —
+    never drop a column, change a cell, name a table or declare a key. WTQ has no SQL: the
+    per-question kinds (RPL, ADD) are drawn per table over every column, and every other
+    family is planned once per table.
 
     Writes the original and perturbed CSVs, per kind and seed (or ``augment``)
     ``<name>_….tsv`` and ``mappings.jsonl`` (one line per table × kind × seed). A family sees
@@ -81,12 +81,8 @@ class WtqFormat:
     """
 
     name = "wtq"
-
-    def check(self, kinds: Sequence[str]) -> None:
-        """A family WTQ cannot hold is refused before anything is read."""
-        refuse_unheld(
-            kinds, WTQ_FAMILIES, "WTQ has no SQL, and its answers are computed from the cells"
-        )
+    holds = frozenset({"database"})
+    cannot_hold = "WTQ has no SQL, and its answers are computed from the cells"
 
     def load(self, files: DatasetFiles) -> WtqDataset:
         return load_wtq(files.tables, files.questions)
@@ -101,7 +97,8 @@ WTQ = WtqFormat()
 def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
     started = time.perf_counter()
     WTQ.check(request.kinds)
-    kinds, family_kinds = cta_kinds(request.kinds)
+    kinds = [k for k in request.kinds if family_spec(k).scope == "question"]
+    family_kinds = [k for k in request.kinds if k not in kinds]
     seeds, out = request.seeds, request.out_dir
     contexts = list(dataset.tables)
     request.say(f"proposer: {len(contexts)} tables")
@@ -117,7 +114,9 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
         files.append(context)
         for kind in kinds:
             for seed in seeds:
-                [pt] = sample_perturbations(table, proposal, kind, 1, seed, values=request.values)
+                [pt] = sample_perturbations(
+                    table, proposal, cast(Kind, kind), 1, seed, values=request.values
+                )
                 target = context
                 if pt.mapping:
                     target = f"{context.removesuffix('.csv')}_{kind}_s{seed}.csv"
@@ -137,7 +136,7 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
     questions: dict[tuple[str, str, int], str] = {}  # (question id, kind, seed) → new wording
     family_mappings: list[WtqFamilyMapping] = []
     if family_kinds:
-        family_mappings = _families(dataset, request, moved, questions, files)
+        family_mappings = _families(dataset, request, family_kinds, moved, questions, files)
 
     def perturbed(record: dict[str, str], kind: str, seed: int) -> dict[str, str]:
         new = {**record, "context": moved[(record["context"], kind, seed)]}
@@ -179,6 +178,7 @@ def _perturb(dataset: WtqDataset, request: DatasetRequest) -> DatasetRun:
 def _families(
     dataset: WtqDataset,
     request: DatasetRequest,
+    kinds: Sequence[str],
     moved: dict[tuple[str, str, int], str],
     questions: dict[tuple[str, str, int], str],
     files: list[str],
@@ -186,7 +186,7 @@ def _families(
     """The request's families over every table and seed: edited tables written beside the
     originals (``<n>_<kind>_s<seed>.csv``, cells migrated as a database's are), reworded
     questions in ``questions``; one mapping per table × kind × seed."""
-    families = families_of(request.kinds, request.proposer, request.judge)
+    families = families_of(kinds, request.proposer, request.judge)
     by_context: dict[str, list[dict[str, str]]] = {}
     for record in dataset.records:
         by_context.setdefault(record["context"], []).append(record)

@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -28,7 +28,6 @@ from sqlglot.errors import SqlglotError
 
 from cta.families.model import DbEdit, Key
 from cta.formats.tables import parse_spider_entry
-from cta.results import FamilyKind
 from cta.sql.database import (
     ColumnRef,
     SqlSchema,
@@ -39,21 +38,53 @@ from cta.sql.rewrite import BoundQuery, SqlRewriteError, bind_query, rewrite_que
 from cta.table import Table
 
 __all__ = [
-    "FAMILY_KINDS",
+    "NEEDS",
     "Family",
     "FamilyContext",
+    "Need",
     "NotApplicable",
+    "Scope",
     "Usage",
     "entry_of",
     "rewrite_for",
     "usage_of",
 ]
 
-FAMILY_KINDS: tuple[str, ...] = FamilyKind.__args__  # type: ignore[attr-defined]
+Scope = Literal["question", "database"]
+"""Where a family plans: one edit per question and seed (RPL, ADD: each question's own
+mentioned columns) or one per database and seed (every other family)."""
+
+Need = Literal[
+    "database",
+    "dropped-columns",
+    "several-tables",
+    "merged-tables",
+    "table-names",
+    "keys",
+    "expressions",
+    "judge",
+]
+"""What a family needs. All but ``judge`` are what a format must hold for it to run there
+(a driver's ``holds``): ``database`` — planned over a database the format builds (its schema,
+gold queries and cells), which every family but RPL and ADD is; ``dropped-columns`` — a
+column leaves its table; ``several-tables`` — the edit has, or adds, a second table;
+``merged-tables`` — two tables become one; ``table-names`` — a table is renamed;
+``keys`` — key declarations change; ``expressions`` — a column is read back through an
+expression, or queries are rewritten by the family's own rule. ``judge``: the judge's
+equivalence rule must be given (``missing_judge`` without)."""
+
+NEEDS: tuple[Need, ...] = Need.__args__  # type: ignore[attr-defined]
+"""Every need, in the order of :data:`Need`."""
 
 
 class NotApplicable(Exception):  # noqa: N818 — a verdict, not a failure
-    """The family has nothing to change in this database; ``str(exc)`` says why."""
+    """The family has nothing to change in this database (or, planned per question, for this
+    question); ``str(exc)`` says why, ``unperturbed`` per table which mentioned columns were
+    left as they were and why (what a per-question record carries)."""
+
+    def __init__(self, reason: str, unperturbed: Mapping[str, Mapping[str, str]] | None = None):
+        super().__init__(reason)
+        self.unperturbed = {t: dict(c) for t, c in (unperturbed or {}).items()}
 
 
 @dataclass(frozen=True)
@@ -120,6 +151,9 @@ class FamilyContext:
     usage: Usage
     queries: list[BoundQuery]  # the bound gold queries of the database
     path: Path | None = None  # the original SQLite file, for families that read cells
+    # Planned per question: every database of the run, all its gold queries (what a family
+    # that asks the pipeline once for the whole run asks about).
+    run: Mapping[str, FamilyContext] | None = None
 
     def natural(self, table: str, column: str = "") -> str:
         """The natural name of a table (``column=""``) or of one of its columns."""
@@ -144,7 +178,11 @@ class FamilyContext:
 
 
 class Family(Protocol):
-    """A perturbation family: one database and seed in, one edit out (or a reason not to)."""
+    """A perturbation family: one database and seed in, one edit out (or a reason not to).
+
+    Planned per question (its scope, declared where it is registered), ``ctx`` is the
+    question's view of its database: ``queries`` its one bound gold query, ``usage`` what
+    that query uses, ``run`` every database of the run."""
 
     kind: str
 

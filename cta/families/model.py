@@ -1,13 +1,13 @@
 """The one perturbation model: a database, an edit of it, the edited database (a variant),
 and what a run over a dataset produced.
 
-Every kind is a family in this model. RPL and ADD (:func:`cta.datasets.base.run_protocol`,
-over the pipeline's proposals) plan one edit per question and seed — each question's own
-mentioned columns, ADVETA's protocol — and identical edits share a variant; the other families
-(:func:`cta.families.run.run_families`) plan one edit per database and seed. Either way an edit
-is a :class:`DbEdit`, an edited database a :class:`Variant`, a run a :class:`ProtocolResult`,
-and a variant is written by :func:`materialise_variant` (:func:`materialise_edit` for each
-database of a test suite).
+Every kind is a family in this model (:mod:`cta.families`), RPL and ADD too: each plans a
+:class:`DbEdit`, per question (RPL and ADD, over the pipeline's proposals: each question's own
+mentioned columns, ADVETA's protocol; identical edits share a variant) or per database (every
+other family), and one runner (:func:`cta.families.run.run_families`) turns the edits into
+variants and records. An edited database is a :class:`Variant`, a run a
+:class:`ProtocolResult`, and a variant is written by :func:`materialise_variant`
+(:func:`materialise_edit` for each database of a test suite).
 """
 
 from __future__ import annotations
@@ -86,6 +86,23 @@ class DbEdit:
     question: Callable[[str], str | None] | None = None  # question rewrite (question-synonym)
     keeps_parsed_sql: bool = True  # Spider's parsed ``sql`` remaps by indices alone
     perturbation: SchemaPerturbation | None = None  # an added column: values generated
+    # Planned per question (RPL, ADD): per table, the SQL identifiers' mapping (``mapping``
+    # holds the natural names') and the mentioned columns left as they were, with why.
+    sql_mapping: dict[str, dict[str, str]] = field(default_factory=dict)
+    unperturbed: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def by_columns(self) -> SchemaPerturbation | None:
+        """The column perturbation that is the whole edit — every edited table's new columns
+        over the original's, natural names in their labels (RPL, ADD) — when the edit says
+        nothing else (no ``origin``); None for an edit that ``origin`` and ``labels`` describe.
+        A format writes the first from the perturbation, the second from the edit."""
+        return self.perturbation if not self.origin else None
+
+    def identity(self) -> tuple[Any, ...]:
+        """What makes two per-question edits one database: their column perturbation."""
+        tables = self.perturbation.tables if self.perturbation is not None else {}
+        return tuple(sorted(tables.items()))
 
 
 @dataclass
