@@ -80,8 +80,8 @@ def register(sub: Any) -> None:
         "--kind",
         default="rpl,add",
         help="comma-separated kinds: rpl, add (default rpl,add), a family of cta.families "
-        f"({', '.join(k for k in family_kinds() if k not in ('rpl', 'add'))}: every one for "
-        "Spider, five for WikiSQL, four for WTQ — docs/families.md) or all",
+        f"({', '.join(k for k in family_kinds() if k not in ('rpl', 'add'))}; a format runs "
+        "those whose needs it holds — docs/families.md) or all",
     )
     run.add_argument("--seeds", type=int, default=5, help="seeds 0…N-1 (default 5)")
     run.add_argument("--augment", action="store_true", help="original + RPL + ADD per pair")
