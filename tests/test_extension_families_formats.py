@@ -37,7 +37,7 @@ from cta.families import (
 )
 from cta.registry import UnknownNameError
 from cta.results import Kind
-from cta.sql.database import SqlSchema
+from cta.sql.database import NewColumn, SchemaPerturbation, SqlSchema, perturb_schema
 from cta.table import InvalidTableError, Table
 from service.schemas import DatasetJobCreate
 
@@ -60,6 +60,35 @@ class ReverseColumns:
             for c in t.columns
         }
         return DbEdit(schema=schema, operation="columns in reverse order", origin=origin)
+
+
+class SuffixFirstColumn:
+    """Planned per question: the first column the question's gold SQL mentions gets ``_x``."""
+
+    kind = "suffix-first"
+
+    def plan(self, ctx: FamilyContext, seed: int) -> DbEdit:
+        [query] = ctx.queries
+        if not query.columns:
+            raise NotApplicable("the query mentions no column")
+        first = query.columns[0]
+        table = ctx.schema.table(first.table)
+        columns = tuple(
+            NewColumn(
+                f"{c.name}_x" if c.name.lower() == first.column.lower() else c.name,
+                c.type,
+                source=c.name,
+                label=ctx.natural(table.name, c.name) + (" x" if c.name == first.column else ""),
+            )
+            for c in table.columns
+        )
+        perturbation = SchemaPerturbation({table.name: columns})
+        return DbEdit(
+            schema=perturb_schema(ctx.schema, perturbation),
+            operation="first mentioned column suffixed",
+            column_map=perturbation.column_map(ctx.schema),
+            perturbation=perturbation,
+        )
 
 
 # -- a toy format: a JSON list of tables, holding no database edit (RPL/ADD only) ----------------
@@ -182,6 +211,41 @@ def test_a_registered_family_runs_where_its_needs_are_held(toys: None, tmp_path:
             perturb_dataset("wikisql", tables, questions, tmp_path / "o3", propose, ["needs-keys"])
     finally:
         unregister_family("needs-keys")
+
+
+def test_a_family_planned_per_question_shares_a_database_per_distinct_edit(
+    tmp_path: Path,
+) -> None:
+    register_family("suffix-first", lambda tools: SuffixFirstColumn(), scope="question", needs=())
+    try:
+        tables, questions = tmp_path / "tables.json", tmp_path / "dev.json"
+        tables.write_text(json.dumps([ENTRY]))
+        extra = [
+            {"db_id": "shop", "question": "Names?", "query": "SELECT name FROM item"},
+            {"db_id": "shop", "question": "Prices?", "query": "SELECT price FROM item"},
+        ]
+        questions.write_text(json.dumps([*QUESTIONS, *extra]))
+        run = perturb_dataset(
+            "spider", tables, questions, tmp_path / "out", propose, ["suffix-first", "shuffle"],
+            [0], check_execution=True,
+        )  # fmt: skip
+        assert run.verification is not None and run.verification["equivalent_share"] == 1.0
+        items = [
+            json.loads(line)
+            for line in (tmp_path / "out" / "mappings.jsonl").read_text().splitlines()
+        ]
+        # per-question families first; the two questions naming `name` first share a
+        # database, `price` first makes another, and `SELECT *` names no column: its question
+        # keeps the original
+        assert [(i["kind"], i["perturbed_db_id"]) for i in items] == [
+            ("suffix-first", "shop_suffix-first_s0_v0"),
+            ("suffix-first", "shop"),
+            ("suffix-first", "shop_suffix-first_s0_v0"),
+            ("suffix-first", "shop_suffix-first_s0_v1"),
+        ] + [("shuffle", "shop_shuffle_s0_v0")] * 4
+        assert items[0]["sql"] == "SELECT Name_x FROM item WHERE price < 5"
+    finally:
+        unregister_family("suffix-first")
 
 
 def test_the_http_api_names_and_checks_the_registered_kinds(toys: None) -> None:

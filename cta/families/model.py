@@ -100,9 +100,11 @@ class DbEdit:
         return self.perturbation if not self.origin else None
 
     def identity(self) -> tuple[Any, ...]:
-        """What makes two per-question edits one database: their column perturbation."""
-        tables = self.perturbation.tables if self.perturbation is not None else {}
-        return tuple(sorted(tables.items()))
+        """What makes two per-question edits one database: the same column perturbation (an
+        edit without one is a database of its own)."""
+        if self.perturbation is None:
+            return ("edit", id(self))
+        return tuple(sorted(self.perturbation.tables.items()))
 
 
 @dataclass
