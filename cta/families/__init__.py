@@ -204,7 +204,9 @@ register_family(
     needs=("database", "dropped-columns", "several-tables"),
 )
 register_family(
-    "flatten", lambda tools: Flatten(), needs=("database", "several-tables", "merged-tables")
+    "flatten",
+    lambda tools: Flatten(),  # its own rewrite of the queries
+    needs=("database", "several-tables", "merged-tables", "expressions"),
 )
 register_family("insert-column", lambda tools: InsertColumn(tools.proposals))
 register_family(
