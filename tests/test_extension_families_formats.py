@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -32,6 +33,7 @@ from cta.families import (
     NotApplicable,
     family_kinds,
     family_spec,
+    held_kinds,
     register_family,
     unregister_family,
 )
@@ -281,3 +283,22 @@ def test_unregistered_names_are_refused_and_the_built_ins_match_the_wire_kinds(
         register_family("all", lambda tools: ReverseColumns())
     with pytest.raises(ValueError, match="unknown needs cells"):
         register_family("x", lambda tools: ReverseColumns(), needs=("cells",))  # type: ignore[arg-type]
+
+
+def test_what_each_format_holds_is_what_docs_families_says() -> None:
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "families.md").read_text()
+    rows = {
+        line.split("|")[1].split()[0]: line.split("|")[3]
+        for line in docs.splitlines()
+        if line.startswith(("| Spider", "| WikiSQL", "| WTQ", "| BIRD"))
+    }
+    papers = [k for k in family_kinds() if family_spec(k).scope == "database"]
+    for label, name in (
+        ("Spider", "spider"),
+        ("WikiSQL", "wikisql"),
+        ("WTQ", "wtq"),
+        ("BIRD", "bird"),
+    ):
+        held = [k for k in held_kinds(dataset_format(name).holds) if k in papers]
+        said = papers if rows[label].strip() == "yes" else re.findall(r"`([a-z-]+)`", rows[label])
+        assert held == said, name
