@@ -172,7 +172,7 @@ def _write_wikisql_inputs(data: Path, into: Path) -> tuple[Path, Path]:
 # Run inside the checkout: its training code builds the shipped recipe's rows.
 _TRAINING = r"""
 import hashlib, json, sys
-from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from cta.training.recipe import load_recipe
 from cta.training.settings import TrainingSettings
