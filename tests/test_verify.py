@@ -95,3 +95,26 @@ def test_ties_cut_by_limit_are_not_a_mismatch(tmp_path: Path) -> None:
     full = "SELECT name FROM t ORDER BY score DESC"
     wrong = "SELECT CASE WHEN name = 'c' THEN 'b' ELSE name END FROM t ORDER BY score DESC"
     assert verify_query(o, full, p, wrong).status == "mismatch"
+
+
+def test_a_limit_without_order_may_keep_other_rows_of_the_same_result(tmp_path: Path) -> None:
+    import sqlite3
+
+    from cta.sql.verify import verify_query
+
+    def db(name: str, rows: list[int]) -> Path:
+        path = tmp_path / name
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE t (a INTEGER)")
+            conn.executemany("INSERT INTO t VALUES (?)", [(r,) for r in rows])
+        return path
+
+    original = db("a.sqlite", list(range(10)))
+    reordered = db("b.sqlite", list(reversed(range(10))))  # another plan: other rows first
+    missing = db("c.sqlite", list(reversed(range(9))))
+    sql = "SELECT a FROM t LIMIT 3"
+    outcome = verify_query(original, sql, reordered, sql)
+    assert outcome.status == "ok" and "LIMIT" in outcome.reason
+    assert verify_query(original, sql, missing, sql).status == "mismatch"
+    ordered = "SELECT a FROM t ORDER BY a DESC LIMIT 3"  # an ordered LIMIT is held to its rows
+    assert verify_query(original, ordered, missing, ordered).status == "mismatch"

@@ -321,7 +321,8 @@ class VerificationReport(BaseModel):
     equivalent: int = Field(description="… of which rewritten and execution-equivalent")
     equivalent_share: float
     equivalent_up_to_ties: int = Field(
-        description="… of which only equal once rows tied on the ORDER BY keys may swap"
+        description="… of which only equal once rows tied on the ORDER BY keys may swap, or "
+        "once a LIMIT without ORDER BY may keep other rows of the same result"
     )
     nonempty_share: float = Field(description="Share of executable checks with a non-empty result")
     records: list[VerificationRecord]

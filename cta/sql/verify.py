@@ -6,7 +6,8 @@ the query's top-level SELECT has an ORDER BY. Floats are rounded to 6 decimals b
 comparison (SQLite's ``avg`` over the same rows can differ in the last bits when the plan
 differs). Every outcome is a :class:`Verification` with a status:
 
-``ok`` · ``mismatch`` (both ran, results differ) · ``original_error`` (the original query
+``ok`` (also when rows tied on the ORDER BY keys swap places, or when a LIMIT without ORDER
+BY keeps other rows of the same result) · ``mismatch`` (both ran, results differ) · ``original_error`` (the original query
 fails on the original database — nothing to compare) · ``parse_error`` (the query could
 not be parsed/bound, so it was not rewritten) · ``rewrite_error`` (it could not be
 rewritten safely, or the rewritten query fails on the perturbed database).
@@ -33,6 +34,7 @@ __all__ = [
     "Status",
     "Verification",
     "check",
+    "equal_up_to_limit",
     "equal_up_to_ties",
     "execute",
     "has_top_level_order",
@@ -183,6 +185,49 @@ def equal_up_to_ties(
     return "equal up to the order of rows tied on the ORDER BY keys"
 
 
+def _unlimited(sql: str) -> str | None:
+    """``sql`` without the LIMIT/OFFSET of its unordered top-level SELECT (``None`` when it
+    has none, or orders its rows)."""
+    try:
+        tree = sqlglot.parse_one(sql, read="sqlite")
+    except SqlglotError:
+        return None
+    if not isinstance(tree, exp.Query) or tree.args.get("order") is not None:
+        return None
+    if tree.args.get("limit") is None and tree.args.get("offset") is None:
+        return None
+    bare = tree.copy()
+    bare.set("limit", None)
+    bare.set("offset", None)
+    return bare.sql(dialect="sqlite")
+
+
+def equal_up_to_limit(
+    original_db: str | Path,
+    original_sql: str,
+    perturbed_db: str | Path,
+    rewritten_sql: str,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> str:
+    """Why two results of a LIMIT over unordered rows differ yet are equivalent, or ``""``.
+
+    Without ORDER BY, which rows a LIMIT keeps is up to the plan, and a perturbed schema
+    (keys dropped, columns moved) may change the plan. The queries are re-run without the
+    LIMIT: equal results there (as bags of rows) mean both kept as many rows of one result.
+    """
+    left, right = _unlimited(original_sql), _unlimited(rewritten_sql)
+    if left is None or right is None:
+        return ""
+    try:
+        a = execute(original_db, left, timeout)
+        b = execute(perturbed_db, right, timeout)
+    except ExecutionError:
+        return ""
+    if not same_results(a, b, ordered=False):
+        return ""
+    return "equal up to which rows a LIMIT without ORDER BY keeps"
+
+
 def check(
     expected: Sequence[Sequence[Any]] | ExecutionError,
     ordered: bool,
@@ -217,6 +262,10 @@ def check(
         tie = equal_up_to_ties(original[0], original[1], perturbed_db, rewritten_sql, timeout)
         if tie:
             return Verification(status="ok", reason=tie, rows=len(expected))
+    if not ordered and original is not None and len(got) == len(expected):
+        kept = equal_up_to_limit(original[0], original[1], perturbed_db, rewritten_sql, timeout)
+        if kept:
+            return Verification(status="ok", reason=kept, rows=len(expected))
     return Verification(
         status="mismatch", reason=_difference(expected, got, ordered), rows=len(expected)
     )
