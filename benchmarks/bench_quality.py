@@ -134,7 +134,7 @@ def load_adveta(data_dir: Path) -> list[AnnotatedTable]:
     Table ids are the Spider corpus ids (``spider:db.table``) so the retriever excludes the
     table's own index entry. Raises ``ValueError`` if an annotation names an unknown column.
     """
-    from cta.formats.tables import load_spider_tables
+    from cta.formats.spider_schema import load_spider_tables
 
     adveta = data_dir / "adveta"
     rpl = json.loads((adveta / "spider-rpl-candidates.json").read_text(encoding="utf-8"))

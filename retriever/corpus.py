@@ -36,13 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from cta.annotations import load_annotated_tables
-from cta.formats.tables import (
-    load_csv,
-    load_dataframe,
-    load_spider_database,
-    load_wdc_table,
-    load_wikisql_table,
-)
+from cta.formats.spider_schema import load_spider_database
+from cta.formats.tables import load_csv, load_dataframe, load_wdc_table, load_wikisql_table
 from cta.settings import get_settings
 from cta.table import Column, InvalidTableError, Table
 

@@ -11,14 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cta.formats.spider_schema import load_spider_database, load_spider_tables
 from cta.formats.tables import (
     infer_column_type,
     json_value,
     load_any,
     load_csv,
     load_dataframe,
-    load_spider_database,
-    load_spider_tables,
     load_table_json,
     load_tables,
     load_wdc_table,

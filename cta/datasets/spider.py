@@ -47,7 +47,7 @@ from cta.formats.spider import (
     write_json,
 )
 from cta.formats.spider_grammar import evaluator_form, evaluator_problem, spider_tables_of
-from cta.formats.tables import parse_spider_entry, spider_tables
+from cta.formats.spider_schema import parse_spider_entry, spider_tables
 from cta.reports import SpiderDatabaseResult
 from cta.sql.database import synthesis_note
 from cta.sql.examples import PerturbedExample, SqlExample

@@ -23,7 +23,7 @@ from cta.evaluation.predictions import (
 from cta.evaluation.report import markdown, write_report
 from cta.evaluation.scoring import build_report, evaluate
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet, load_directory
-from cta.formats.tables import SpiderSchema
+from cta.formats.spider_schema import SpiderSchema
 
 __all__ = [
     "MODELS",

@@ -49,7 +49,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from cta.formats.tables import SpiderSchema
+from cta.formats.spider_schema import SpiderSchema
 from cta.sql.identifiers import evaluator_fold
 
 __all__ = [

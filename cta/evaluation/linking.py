@@ -23,7 +23,7 @@ from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Literal
 
-from cta.formats.tables import SpiderSchema
+from cta.formats.spider_schema import SpiderSchema
 from cta.words import lemma_words
 
 __all__ = ["LinkCounts", "SchemaLinks", "link_schema", "name_lemmas"]

@@ -40,7 +40,7 @@ from cta.evaluation.linking import SchemaLinks, link_schema, name_lemmas
 from cta.evaluation.predictions import Prediction
 from cta.evaluation.sets import EvalDirectory, Question, question_text
 from cta.formats.spider_grammar import spider_sql
-from cta.formats.tables import SpiderSchema
+from cta.formats.spider_schema import SpiderSchema
 from cta.sql.database import quote_identifier
 from cta.sql.identifiers import evaluator_fold
 from cta.sql.verify import ExecutionError, execute

@@ -41,7 +41,7 @@ from typing import Any, Protocol
 import httpx
 
 from cta.evaluation.sets import EvalDirectory, Question, QuestionSet
-from cta.formats.tables import json_lines
+from cta.formats.reading import json_lines
 from cta.table import InvalidTableError
 
 __all__ = [

@@ -31,7 +31,7 @@ from cta.evaluation.execution import DEFAULT_TIMEOUT, ExecutionScorer
 from cta.evaluation.linking import LinkCounts, link_schema
 from cta.evaluation.predictions import Prediction, Predictor
 from cta.evaluation.sets import BIRD, ORIGINAL, EvalDirectory, Question, QuestionSet
-from cta.formats.tables import SpiderSchema
+from cta.formats.spider_schema import SpiderSchema
 from cta.reports import EvalReport, ItemResult, KindSummary, Scores, SetResult, Spread
 from cta.sql.identifiers import evaluator_fold
 

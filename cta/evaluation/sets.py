@@ -40,7 +40,7 @@ from cta.formats.drspider import (
     set_folders,
 )
 from cta.formats.spider import database_path
-from cta.formats.tables import SpiderSchema
+from cta.formats.spider_schema import SpiderSchema
 from cta.provenance import file_sha256, read_manifest, tree_sha256
 from cta.table import InvalidTableError
 

@@ -27,7 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from cta.families.model import DbEdit, Key
-from cta.formats.tables import parse_spider_entry
+from cta.formats.spider_schema import parse_spider_entry
 from cta.sql.database import (
     ColumnRef,
     SqlSchema,

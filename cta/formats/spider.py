@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cta.formats.tables import (
+from cta.formats.spider_schema import (
     SpiderSchema,
     is_sqlite_type_name,
     load_spider_database,

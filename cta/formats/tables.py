@@ -1,4 +1,5 @@
-"""Table loaders: CSV, Spider schemas, WikiSQL, WDC web tables, pandas and our own JSON.
+"""Table loaders: CSV, WikiSQL, WDC web tables, pandas and our own JSON (a Spider schema's
+tables: :mod:`cta.formats.spider_schema`).
 
 Every loader returns validated :class:`cta.table.Table` objects and raises
 :class:`cta.table.InvalidTableError` whose ``problem`` names what is wrong:
@@ -16,8 +17,9 @@ parse as it, tried in the order boolean → number → time → text. Years (``1
 as in Spider and WikiSQL; only values that look like dates or clock times (``2010-05-01``,
 ``May 1, 2010``, ``12:30``) make a ``time`` column.
 
-One file, because every loader shares the cell normalisation and the type inference that
-make their tables identical whatever the source format.
+Every loader shares the cell normalisation and the type inference below, which make their
+tables identical whatever the source format; reading files and the errors of malformed ones
+are :mod:`cta.formats.reading`.
 """
 
 from __future__ import annotations
@@ -25,43 +27,39 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
 import math
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cta.sql.database import sqlite_fold
-from cta.table import Column, ColumnType, ForeignKey, InvalidTableError, Table
+from cta.formats.reading import (
+    build_table,
+    json_lines,
+    parse_json_line,
+    read_json,
+    read_text,
+    require_key,
+)
+from cta.formats.spider_schema import load_spider_database
+from cta.table import Column, ColumnType, InvalidTableError, Table
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
     "infer_column_type",
-    "is_sqlite_type_name",
-    "json_lines",
     "json_value",
     "load_any",
     "load_csv",
     "load_dataframe",
-    "load_spider_database",
-    "load_spider_tables",
     "load_table_json",
     "load_tables",
     "load_wdc_table",
     "load_wikisql_table",
     "normalise_name",
-    "parse_spider_entry",
-    "spider_column_type",
-    "spider_tables",
-    "SpiderColumn",
-    "SpiderSchema",
 ]
 
 # Share of non-empty values that must parse as a type for the column to get it.
@@ -89,18 +87,6 @@ _TIME_PATTERNS = tuple(
         r"^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*([ap]\.?m\.?)?$",
     )
 )
-_SPIDER_TYPES = {t.value: t for t in ColumnType}
-# BIRD's ``dev_tables.json`` has Spider's shape with SQLite's type names in ``column_types``.
-_SQLITE_TYPE_NAMES = {
-    "integer": ColumnType.NUMBER,
-    "real": ColumnType.NUMBER,
-    "numeric": ColumnType.NUMBER,
-    "float": ColumnType.NUMBER,
-    "double": ColumnType.NUMBER,
-    "date": ColumnType.TIME,
-    "datetime": ColumnType.TIME,
-    "timestamp": ColumnType.TIME,
-}
 _WIKISQL_TYPES = {"real": ColumnType.NUMBER, "text": ColumnType.TEXT}
 
 
@@ -185,62 +171,12 @@ def infer_column_type(values: Iterable[Any]) -> ColumnType:
 
 
 # -- files ---------------------------------------------------------------------------------
-def _read_text(path: str | Path) -> str:
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidTableError(
-            "not_utf8", f"{path} is not UTF-8 (invalid byte at offset {exc.start})"
-        ) from None
-
-
-def _read_json(path: str | Path) -> Any:
-    text = _read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidTableError("invalid_json", f"{path}: {exc}") from None
-
-
-def _parse_json_line(line: str, where: str) -> Any:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidTableError("invalid_json", f"{where}: {exc}") from None
-
-
-def json_lines(text: str, where: str | Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, value)`` of every non-blank line of JSON Lines text (``invalid_json``,
-    naming ``where:line``, for a line that is not JSON)."""
-    for n, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield n, _parse_json_line(line, f"{where}:{n}")
-
-
-def _require(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(obj, Mapping) or key not in obj:
-        raise InvalidTableError("malformed_table", f"{where}: missing key {key!r}")
-    value = obj[key]
-    if not isinstance(value, kind):
-        raise InvalidTableError("malformed_table", f"{where}: {key!r} has the wrong type")
-    return value
-
-
 def _text(obj: Mapping[str, Any], key: str) -> str | None:
     """A non-empty string field with whitespace collapsed, else None."""
     value = obj.get(key)
     if not isinstance(value, str):
         return None
     return normalise_name(value) or None
-
-
-def _build(where: str, **fields: Any) -> Table:
-    """Validate a table, naming ``where`` it came from in the error."""
-    try:
-        return Table.parse(fields)
-    except InvalidTableError as exc:
-        raise InvalidTableError(exc.problem, f"{where}: {exc.message}") from None
 
 
 def _typed_columns(names: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[Column]:
@@ -287,7 +223,7 @@ def load_csv(
     backslash dialect. Types are inferred from all rows; ``max_rows`` keeps only the first
     rows afterwards.
     """
-    text = _read_text(path)
+    text = read_text(path)
     if escapechar is None:
         try:
             rows = _csv_rows(text, None, str(path))
@@ -299,7 +235,7 @@ def load_csv(
         raise InvalidTableError("no_columns", f"{path} is empty: no header row")
     header = [normalise_name(h) for h in rows[0]]
     body = rows[1:]
-    return _build(
+    return build_table(
         str(path),
         name=name or Path(path).stem.replace("_", " "),
         columns=_typed_columns(header, body),
@@ -343,239 +279,9 @@ def load_dataframe(
         if ctype is None:
             ctype = infer_column_type(row[i] for row in rows)
         columns.append(Column(name=col_name, type=ctype))
-    return _build(
+    return build_table(
         f"DataFrame {name or ''}".strip(), name=name, columns=columns, rows=rows, source="dataframe"
     )
-
-
-# -- Spider --------------------------------------------------------------------------------------
-def spider_column_type(name: Any) -> ColumnType:
-    """The column type a Spider ``column_types`` entry names — Spider's names, or SQLite's
-    as BIRD writes them (``integer``, ``real``, ``date``…); unknown names: ``others``."""
-    text = str(name)
-    return _SPIDER_TYPES.get(text) or _SQLITE_TYPE_NAMES.get(text.lower(), ColumnType.OTHERS)
-
-
-def is_sqlite_type_name(name: Any) -> bool:
-    """Whether a ``column_types`` entry is an SQLite type name (BIRD) rather than one of
-    Spider's own (``number``, ``time``…): such a name is the column's declared type."""
-    return str(name).lower() in _SQLITE_TYPE_NAMES
-
-
-@dataclass(frozen=True)
-class SpiderColumn:
-    """One column of a Spider entry: its table (``-1`` for ``*``), natural name, SQL
-    identifier and Spider type name, at its global index."""
-
-    table: int
-    name: str
-    original: str
-    type: str
-
-
-@dataclass(frozen=True)
-class SpiderSchema:
-    """One ``tables.json`` entry, read once (:func:`parse_spider_entry`): names, columns by
-    global index (``0`` is ``*``), keys, and lookups by SQL identifier (compared the way SQLite
-    compares them) — the one Spider schema model, for the drivers, the families and the
-    evaluation alike. :func:`cta.formats.spider.sql_schema` turns it into the format-neutral
-    relational :class:`~cta.sql.database.SqlSchema` that SQL is bound against.
-
-    ``primary_keys`` and ``foreign_keys`` hold global column indices in entry order (a
-    composite primary key contributes each of its columns).
-    """
-
-    db_id: str
-    table_names: tuple[str, ...]
-    table_originals: tuple[str, ...]
-    columns: tuple[SpiderColumn, ...]
-    primary_keys: tuple[int, ...]
-    foreign_keys: tuple[tuple[int, int], ...]
-
-    @classmethod
-    def from_entry(cls, entry: Mapping[str, Any]) -> SpiderSchema:
-        """Read one ``tables.json`` entry (:func:`parse_spider_entry`)."""
-        return parse_spider_entry(entry)
-
-    @cached_property
-    def _tables(self) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for t, name in enumerate(self.table_originals):
-            found.setdefault(sqlite_fold(name), t)
-        return found
-
-    @cached_property
-    def _columns(self) -> dict[tuple[int, str], int]:
-        found: dict[tuple[int, str], int] = {}
-        for i, col in enumerate(self.columns):
-            if col.table >= 0:
-                found.setdefault((col.table, sqlite_fold(col.original)), i)
-        return found
-
-    def table_columns(self, table: int) -> list[int]:
-        """Global indices of the columns of ``table``, in schema order."""
-        return [i for i, c in enumerate(self.columns) if c.table == table]
-
-    def table_index(self, name: str) -> int | None:
-        """The table an SQL identifier names, or None."""
-        return self._tables.get(sqlite_fold(name))
-
-    def column_index(self, table: int, name: str) -> int | None:
-        """The column ``name`` of table ``table`` (SQL identifier), or None."""
-        return self._columns.get((table, sqlite_fold(name)))
-
-    def column_key(self, index: int) -> str:
-        """Spider's evaluation key: ``__table.column__`` (lower case), ``__all__`` for ``*``."""
-        col = self.columns[index]
-        if col.table < 0:
-            return "__all__"
-        table = self.table_originals[col.table].lower()
-        return f"__{table}.{col.original.lower()}__"
-
-    def table_key(self, table: int) -> str:
-        """Spider's evaluation key of a table: ``__table__`` (lower case)."""
-        return f"__{self.table_originals[table].lower()}__"
-
-    def foreign_key_map(self) -> dict[str, str]:
-        """Spider's ``kmap``: every column of a foreign-key cluster → the cluster's first.
-
-        Clusters grow the way the Spider evaluation script grows them: a pair joins the first
-        cluster holding either of its columns.
-        """
-        clusters: list[set[int]] = []
-        for a, b in self.foreign_keys:
-            for cluster in clusters:
-                if a in cluster or b in cluster:
-                    break
-            else:
-                cluster = set()
-                clusters.append(cluster)
-            cluster.update((a, b))
-        kmap: dict[str, str] = {}
-        for cluster in clusters:
-            first = min(cluster)
-            for i in cluster:
-                kmap[self.column_key(i)] = self.column_key(first)
-        return kmap
-
-    def is_key(self, index: int) -> bool:
-        """Is the column a primary key or part of a foreign key?"""
-        return index in self.primary_keys or any(index in fk for fk in self.foreign_keys)
-
-    def keys(self) -> tuple[dict[int, list[str]], dict[int, list[ForeignKey]]]:
-        """By table index: the SQL identifiers of its primary key, and its foreign keys
-        (``ref_table`` the referenced table's identifier)."""
-        columns = self.columns
-        pks: dict[int, list[str]] = {}
-        for i in self.primary_keys:
-            pks.setdefault(columns[i].table, []).append(columns[i].original)
-        fks: dict[int, list[ForeignKey]] = {}
-        for src, dst in self.foreign_keys:
-            ref_table = self.table_originals[columns[dst].table]
-            fk = ForeignKey(
-                column=columns[src].original, ref_table=ref_table, ref_column=columns[dst].original
-            )
-            fks.setdefault(columns[src].table, []).append(fk)
-        return pks, fks
-
-
-def parse_spider_entry(entry: Mapping[str, Any]) -> SpiderSchema:
-    """Read one Spider ``tables.json`` entry: the one parser every Spider reader goes through.
-
-    Raises :class:`InvalidTableError` (``malformed_table``) for a missing key, column or
-    table lists of different lengths and a key naming an absent column; a key that is not
-    an integer raises ``ValueError``/``IndexError`` as Python does.
-    """
-    db_id = _require(entry, "db_id", str, "spider database")
-    where = f"spider database {db_id!r}"
-    table_names = _require(entry, "table_names", list, where)
-    table_originals = _require(entry, "table_names_original", list, where)
-    col_names = _require(entry, "column_names", list, where)
-    col_originals = _require(entry, "column_names_original", list, where)
-    col_types = _require(entry, "column_types", list, where)
-    if not (len(col_names) == len(col_originals) == len(col_types)):
-        raise InvalidTableError("malformed_table", f"{where}: column lists differ in length")
-    if len(table_names) != len(table_originals):
-        raise InvalidTableError("malformed_table", f"{where}: table lists differ in length")
-
-    def owner(i: int) -> str:
-        try:
-            _, original = col_originals[i]
-        except (IndexError, TypeError, ValueError):
-            raise InvalidTableError(
-                "malformed_table", f"{where}: bad column reference {i}"
-            ) from None
-        return str(original)
-
-    pks: list[int] = []
-    for pk in entry.get("primary_keys", []):
-        for i in pk if isinstance(pk, list) else [pk]:
-            owner(int(i))
-            pks.append(int(i))
-    fks: list[tuple[int, int]] = []
-    for pair in entry.get("foreign_keys", []):
-        src = int(pair[0])
-        owner(src)
-        dst = int(pair[1])
-        owner(dst)
-        fks.append((src, dst))
-    columns = []
-    for i, (pair, ctype) in enumerate(zip(col_names, col_types, strict=True)):
-        t = int(pair[0])
-        columns.append(SpiderColumn(t, str(pair[1]), owner(i) if t >= 0 else "*", str(ctype)))
-    return SpiderSchema(
-        db_id=db_id,
-        table_names=tuple(str(t) for t in table_names),
-        table_originals=tuple(str(t) for t in table_originals),
-        columns=tuple(columns),
-        primary_keys=tuple(pks),
-        foreign_keys=tuple(fks),
-    )
-
-
-def load_spider_database(entry: Mapping[str, Any]) -> list[Table]:
-    """One table per table of a Spider database (one entry of ``tables.json``).
-
-    ``Column.name`` is the natural name (``column_names``) and ``original_name`` the schema
-    identifier (``column_names_original``). Keys use schema identifiers: ``primary_key``
-    and ``ForeignKey.column`` are original column names, ``ref_table`` the original table
-    name (``Table.column`` resolves either spelling). Table ids are ``db_id.table``.
-    """
-    return spider_tables(parse_spider_entry(entry))
-
-
-def spider_tables(parsed: SpiderSchema) -> list[Table]:
-    """The tables of a parsed Spider entry (see :func:`load_spider_database`)."""
-    where = f"spider database {parsed.db_id!r}"
-    pks, fks = parsed.keys()
-    tables = []
-    for t, (natural, original) in enumerate(
-        zip(parsed.table_names, parsed.table_originals, strict=True)
-    ):
-        tables.append(
-            _build(
-                f"{where} table {original!r}",
-                id=f"{parsed.db_id}.{original}",
-                name=natural,
-                columns=[
-                    Column(name=c.name, type=spider_column_type(c.type), original_name=c.original)
-                    for c in parsed.columns
-                    if c.table == t  # "*" has table -1
-                ],
-                primary_key=pks.get(t, []),
-                foreign_keys=fks.get(t, []),
-                source=f"spider:{parsed.db_id}",
-            )
-        )
-    return tables
-
-
-def load_spider_tables(path_or_obj: str | Path | Sequence[Mapping[str, Any]]) -> list[Table]:
-    """Every table of every database of a Spider ``tables.json`` (path or parsed list)."""
-    data = _read_json(path_or_obj) if isinstance(path_or_obj, str | Path) else list(path_or_obj)
-    if not isinstance(data, list):
-        raise InvalidTableError("malformed_table", "Spider tables.json must be a JSON list")
-    return [table for entry in data for table in load_spider_database(entry)]
 
 
 # -- WikiSQL -----------------------------------------------------------------------------------
@@ -585,11 +291,11 @@ def load_wikisql_table(line: str | Mapping[str, Any]) -> Table:
     ``name`` is the page title (else section title, else caption); ``caption`` is the caption
     (else section title). ``types`` (``real``/``text``) are used when present, else inferred.
     """
-    obj = _parse_json_line(line, "WikiSQL table") if isinstance(line, str) else line
-    table_id = _require(obj, "id", str, "WikiSQL table")
+    obj = parse_json_line(line, "WikiSQL table") if isinstance(line, str) else line
+    table_id = require_key(obj, "id", str, "WikiSQL table")
     where = f"WikiSQL table {table_id!r}"
-    header = [normalise_name(h) for h in _require(obj, "header", list, where)]
-    rows = [[json_value(v) for v in row] for row in _require(obj, "rows", list, where)]
+    header = [normalise_name(h) for h in require_key(obj, "header", list, where)]
+    rows = [[json_value(v) for v in row] for row in require_key(obj, "rows", list, where)]
     types = obj.get("types")
     if isinstance(types, list) and len(types) == len(header):
         columns = [
@@ -598,7 +304,7 @@ def load_wikisql_table(line: str | Mapping[str, Any]) -> Table:
         ]
     else:
         columns = _typed_columns(header, rows)
-    return _build(
+    return build_table(
         where,
         id=table_id,
         name=_text(obj, "page_title") or _text(obj, "section_title") or _text(obj, "caption"),
@@ -620,8 +326,8 @@ def load_wdc_table(obj_or_path: str | Path | Mapping[str, Any]) -> Table:
     ``column 1``, ``column 2``… and every row is data. ``name`` is the page title,
     ``caption`` the table title.
     """
-    obj = _read_json(obj_or_path) if isinstance(obj_or_path, str | Path) else obj_or_path
-    relation = _require(obj, "relation", list, "WDC table")
+    obj = read_json(obj_or_path) if isinstance(obj_or_path, str | Path) else obj_or_path
+    relation = require_key(obj, "relation", list, "WDC table")
     if not relation or not all(isinstance(c, list) for c in relation):
         raise InvalidTableError("no_columns", "WDC table has an empty relation")
     if len({len(c) for c in relation}) != 1:
@@ -640,7 +346,7 @@ def load_wdc_table(obj_or_path: str | Path | Mapping[str, Any]) -> Table:
         header = [f"column {i + 1}" for i in range(len(cells))]
         first = 0
     rows = [[col[r] for col in cells] for r in range(first, n_rows)]
-    return _build(
+    return build_table(
         "WDC table",
         name=_text(obj, "pageTitle") or _text(obj, "title"),
         caption=_text(obj, "title"),
@@ -653,7 +359,7 @@ def load_wdc_table(obj_or_path: str | Path | Mapping[str, Any]) -> Table:
 # -- our own JSON and dispatch ------------------------------------------------------------------
 def load_table_json(path_or_obj: str | Path | Mapping[str, Any]) -> Table:
     """A table in our own JSON form (the :class:`cta.table.Table` model)."""
-    data = _read_json(path_or_obj) if isinstance(path_or_obj, str | Path) else path_or_obj
+    data = read_json(path_or_obj) if isinstance(path_or_obj, str | Path) else path_or_obj
     return Table.parse(data)
 
 
@@ -684,11 +390,11 @@ def load_tables(path: str | Path) -> list[Table]:
         return [load_csv(p)]
     if suffix == ".jsonl":
         tables = []
-        for n, data in json_lines(_read_text(p), p):
+        for n, data in json_lines(read_text(p), p):
             tables.extend(_tables_from_json(data, f"{p}:{n}"))
         return tables
     if suffix == ".json":
-        return _tables_from_json(_read_json(p), str(p))
+        return _tables_from_json(read_json(p), str(p))
     raise InvalidTableError("unknown_format", f"{p}: expected .csv, .json or .jsonl")
 
 

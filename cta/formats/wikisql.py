@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cta.formats.tables import json_lines, normalise_name
+from cta.formats.reading import json_lines
+from cta.formats.tables import normalise_name
 from cta.sql.database import SqlColumn, SqlSchema, SqlTable, quote_identifier
 from cta.table import ColumnType, InvalidTableError
 

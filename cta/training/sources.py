@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cta.context import table_premise
-from cta.formats.tables import spider_column_type
+from cta.formats.spider_schema import spider_column_type
 from cta.table import ColumnType, NamedColumn, Table
 from cta.training.lexicon import STOP_WORDS, Lexicon
 from cta.words import singular_phrase, split_name

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cta.datasets import BIRD, spider_database
-from cta.formats.tables import load_spider_database
+from cta.formats.spider_schema import load_spider_database
 from cta.table import InvalidTableError, Table
 from service.errors import invalid, location
 from service.jobs.store import NewItem
