@@ -18,10 +18,11 @@ inputs and writes every output under one folder:
 * ``inputs/``: the files made for the dataset runs; ``logs/``: each command's stderr and
   status (compared too: a command that fails on one side shows there).
 
-``compare`` diffs two such folders file by file, reading every ``manifest.json`` with the
-checkout's and the output folder's paths written as ``<checkout>`` and ``<out>`` and without the
-fields that name the commit (:data:`MANIFEST_VOLATILE`), and prints a table: one row per part,
-then every file that differs.
+``compare`` diffs two such folders file by file, reading every ``manifest.json`` and every
+dataset command's printed summary (``logs/<format>.out``) with the checkout's and the output
+folder's paths written as ``<checkout>`` and ``<out>`` and without the fields that name the
+commit or time the run (:data:`VOLATILE`), and prints a table: one row per part, then every
+file that differs.
 
 Usage (``--data``: the shared data folder, default :data:`benchmarks.harness.DEFAULT_DATA`)::
 
@@ -64,8 +65,8 @@ SPIDER_DBS = (
 # WTQ tables of 4 to 7 columns and at most 16 rows; the first two also serve as WikiSQL tables
 WTQ_DATASET = tuple(f"204-csv/{n}.csv" for n in (3, 7, 2, 4, 6, 9, 11, 13))
 WIKISQL_TABLES = WTQ_DATASET[:2]
-# manifest.json fields that name the commit rather than describe the output
-MANIFEST_VOLATILE = frozenset({"commit", "dirty"})
+# fields of a manifest or a printed summary that name the commit or time the run
+VOLATILE = frozenset({"commit", "dirty", "seconds"})
 
 
 # -- run ---------------------------------------------------------------------------------------
@@ -274,16 +275,16 @@ def _commit(checkout: Path) -> str:
 
 
 def _strip(value: Any) -> Any:
-    """A manifest without the fields that name the checkout (at any depth)."""
+    """A manifest or summary without the fields of :data:`VOLATILE` (at any depth)."""
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in MANIFEST_VOLATILE}
+        return {k: _strip(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
 
 
-def _manifest(path: Path, root: Path) -> Any:
-    """A manifest with its run's checkout and output folder written as placeholders."""
+def _summary(path: Path, root: Path) -> Any:
+    """A manifest or summary with its run's checkout and output folder as placeholders."""
     text = path.read_text(encoding="utf-8")
     ran = json.loads((root / "checkout.json").read_text(encoding="utf-8"))
     for folder, placeholder in ((str(root.resolve()), "<out>"), (ran["checkout"], "<checkout>")):
@@ -292,9 +293,9 @@ def _manifest(path: Path, root: Path) -> Any:
 
 
 def _same(a: Path, b: Path, roots: tuple[Path, Path]) -> bool:
-    if a.name == "manifest.json":
+    if a.name == "manifest.json" or (a.parent.name == "logs" and a.suffix == ".out"):
         try:
-            return bool(_manifest(a, roots[0]) == _manifest(b, roots[1]))
+            return bool(_summary(a, roots[0]) == _summary(b, roots[1]))
         except (OSError, KeyError, json.JSONDecodeError, UnicodeDecodeError):
             pass
     return _sha256(a) == _sha256(b)
@@ -337,8 +338,8 @@ def compare(before: Path, after: Path) -> int:
     print(f"before: {before} ({_checkout_commit(before)})")
     print(f"after:  {after} ({_checkout_commit(after)})")
     print(
-        "manifest.json: paths of the checkout and the output folder as placeholders; ignored: "
-        + ", ".join(sorted(MANIFEST_VOLATILE))
+        "manifests and summaries: paths of the checkout and the output folder as placeholders;"
+        " ignored: " + ", ".join(sorted(VOLATILE))
     )
     print()
     print("| part | files | identical | differ | on one side only |")
