@@ -313,13 +313,21 @@ def kind_report(out: Path) -> dict[str, Any]:
 
 
 def _proposer(which: str, record: list[Any]) -> tuple[Any, Any]:
-    """The proposer (recording every result it gives) and the judge's equivalence rule."""
+    """The proposer and the judge's equivalence rule; ``record`` gets the tables and results
+    of its first call — RPL and ADD's, every table with the columns its gold SQL mentions
+    as targets (the families ask afterwards)."""
+    calls = [0]
+
+    def keep(tables: Sequence[Any], found: list[Any]) -> list[Any]:
+        if calls[0] == 0:
+            record.extend(zip(tables, found, strict=True))
+        calls[0] += 1
+        return found
+
     if which == "names":
 
         def propose(tables: Sequence[Any]) -> list[Any]:
-            found = names_proposer(tables)
-            record.extend(zip(tables, found, strict=True))
-            return found
+            return keep(tables, names_proposer(tables))
 
         return propose, lambda pairs: [True] * len(pairs)
     from cta.pipeline import Pipeline
@@ -329,16 +337,14 @@ def _proposer(which: str, record: list[Any]) -> tuple[Any, Any]:
     pipeline = Pipeline.from_settings(Settings())
 
     def propose_real(tables: Sequence[Any]) -> list[Any]:
-        found = pipeline.perturb_many(tables, PerturbOptions(seed=0))
-        record.extend(zip(tables, found, strict=True))
-        return found
+        return keep(tables, pipeline.perturb_many(tables, PerturbOptions(seed=0)))
 
     return propose_real, pipeline.equivalent
 
 
 def names_for_reading(proposals: Sequence[tuple[Any, Any]]) -> list[dict[str, Any]]:
     """The RPL and ADD names proposed for one table per database: the table with the most
-    columns the gold SQL mentions."""
+    columns the gold SQL mentions (the targets of the proposals)."""
     best: dict[str, tuple[Any, Any]] = {}
     for table, result in proposals:
         if "." not in (table.id or ""):
@@ -421,8 +427,8 @@ def _names_markdown(names: Sequence[dict[str, Any]], proposer: str) -> str:
         "# RPL and ADD names on BIRD's tables",
         "",
         f"One table per mini-dev database (the one whose columns the gold SQL mentions most), "
-        f"the names the {proposer} proposes for each mentioned column, as `--format bird` draws "
-        "from them. Read by a person: see the verdicts below each table.",
+        f"the names the {proposer} proposes for each mentioned column — what `--format bird` "
+        "draws RPL and ADD from. A person's reading: `bird_names_reading.md`.",
     ]
     for t in names:
         lines += ["", f"## {t['database']} · `{t['table']}` (entity: {t['entity']})", ""]
