@@ -346,9 +346,9 @@ def _extend_index(default: Any, settings: Settings, spec: str, out: Path) -> Non
 
     from retriever.corpus import Corpus, CorpusSpec
     from retriever.dense import encoder_for_index
-    from retriever.index import INDEX_FILE, _faiss, build_index
+    from retriever.index import INDEX_FILE, build_index, load_faiss
 
-    faiss_index = _faiss().read_index(str(Path(default.info.path) / INDEX_FILE))
+    faiss_index = load_faiss().read_index(str(Path(default.info.path) / INDEX_FILE))
     stored = faiss_index.reconstruct_n(0, faiss_index.ntotal)
     reused = {entry.id: stored[i] for i, entry in enumerate(default.entries)}
     encoder = encoder_for_index(default, settings)

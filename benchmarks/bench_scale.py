@@ -4,7 +4,7 @@ Encoding 600k tables with MiniLM would take many hours on this machine, so synth
 vectors are composed from real encoder output instead: the column names of the real corpus
 (the default index) are encoded once with the shipped MiniLM; a synthetic table is 3–10
 random names of that vocabulary, its vector the normalised mean of their embeddings. The
-FAISS indexes are built by :func:`retriever.index._faiss_index`, exactly as the product does.
+FAISS indexes are built by :func:`retriever.index.build_faiss_index`, exactly as the product does.
 """
 
 from __future__ import annotations
@@ -86,12 +86,12 @@ def measure(
     vectors: np.ndarray, queries: np.ndarray, kind: str, exact_ids: np.ndarray | None
 ) -> tuple[dict[str, Any], np.ndarray]:
     """Build one index over ``vectors`` and measure it; returns the metrics and top-k ids."""
-    from retriever.index import _faiss, _faiss_index
+    from retriever.index import build_faiss_index, load_faiss
 
-    faiss = _faiss()
+    faiss = load_faiss()
     rss = _rss_mb()
     began = time.perf_counter()
-    index, params = _faiss_index(vectors, kind)  # type: ignore[arg-type]
+    index, params = build_faiss_index(vectors, kind)  # type: ignore[arg-type]
     build = time.perf_counter() - began
     rss_delta = _rss_mb() - rss
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,9 +145,9 @@ def run(
     ``on_row`` receives the result so far after every measured index (long runs keep what
     they measured when stopped).
     """
-    from retriever.index import _faiss
+    from retriever.index import load_faiss
 
-    faiss = _faiss()
+    faiss = load_faiss()
     faiss.omp_set_num_threads(os.cpu_count() or 1)
     names = column_vocabulary(settings)
     began = time.perf_counter()
@@ -187,7 +187,7 @@ def run(
 
 
 def _result(names: list[str], encode_seconds: float, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from retriever.index import _faiss
+    from retriever.index import load_faiss
 
     return {
         "method": (
@@ -197,6 +197,6 @@ def _result(names: list[str], encode_seconds: float, rows: list[dict[str, Any]])
         ),
         "vocabulary": len(names),
         "vocabulary_encode_seconds": round(encode_seconds, 1),
-        "faiss_threads": _faiss().omp_get_max_threads(),
+        "faiss_threads": load_faiss().omp_get_max_threads(),
         "rows": rows,
     }

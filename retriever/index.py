@@ -212,7 +212,7 @@ def encode_here(encoder: TableEncoder, batch_size: int) -> ChunkEncoder:
     return encode
 
 
-def _faiss() -> Any:
+def load_faiss() -> Any:
     # faiss logs every CPU-variant probe at INFO; only its warnings matter here.
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
     import faiss
@@ -220,8 +220,8 @@ def _faiss() -> Any:
     return faiss
 
 
-def _faiss_index(vectors: np.ndarray, kind: IndexKind) -> tuple[Any, dict[str, int]]:
-    faiss = _faiss()
+def build_faiss_index(vectors: np.ndarray, kind: IndexKind) -> tuple[Any, dict[str, int]]:
+    faiss = load_faiss()
     n, dim = vectors.shape
     if kind == "flat":
         flat = faiss.IndexFlatIP(dim)
@@ -322,8 +322,8 @@ def build_index(
         if not vectors:
             raise ValueError("no tables to index: the corpora are empty")
         matrix = np.concatenate(vectors)
-        index, params = _faiss_index(matrix, kind)
-        _faiss().write_index(index, str(tmp / INDEX_FILE))
+        index, params = build_faiss_index(matrix, kind)
+        load_faiss().write_index(index, str(tmp / INDEX_FILE))
         skipped = 0
         with (tmp / SKIPPED_FILE).open("w", encoding="utf-8") as handle:
             for corpus in corpora:
@@ -504,7 +504,7 @@ class TableIndex:
     @classmethod
     def load(cls, path: str | Path) -> TableIndex:
         """Load an index folder written by :func:`build_index`."""
-        faiss = _faiss()
+        faiss = load_faiss()
 
         root = Path(path)
         manifest = root / MANIFEST_FILE

@@ -214,6 +214,23 @@ def test_cta_exports_its_public_surface() -> None:
 MAX_MODULE_LINES = 800
 
 
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A name with a leading underscore stays in its module: what another module needs is
+    public (the packages, the benchmarks and the scripts)."""
+    crossing = []
+    ours = (*PACKAGES, "benchmarks")
+    for package in (*PACKAGES, "benchmarks", "scripts"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ours:
+                    crossing += [
+                        f"{path.relative_to(ROOT)}: {node.module}.{alias.name}"
+                        for alias in node.names
+                        if alias.name.startswith("_") and not alias.name.startswith("__")
+                    ]
+    assert crossing == []
+
+
 def test_no_module_is_long() -> None:
     """A module over :data:`MAX_MODULE_LINES` holds more than one concept: split it."""
     long = [

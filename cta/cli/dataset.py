@@ -111,7 +111,7 @@ def register(sub: Any) -> None:
     run.set_defaults(func=_run)
 
 
-def _kinds(text: str) -> list[str]:
+def parse_kinds(text: str) -> list[str]:
     known = family_kinds()  # every registered family, RPL and ADD first
     kinds: list[str] = []
     for part in text.split(","):
@@ -130,7 +130,7 @@ def _kinds(text: str) -> list[str]:
 
 def check_inputs(args: argparse.Namespace) -> None:
     """Raise :class:`InvalidTableError` for a missing input before any model is loaded."""
-    dataset_format(args.format).check(_kinds(args.kind))  # a kind the format cannot hold
+    dataset_format(args.format).check(parse_kinds(args.kind))  # a kind the format cannot hold
     if args.format in ("spider", "wikisql", "bird") and args.questions is None:
         raise InvalidTableError(
             "missing_questions", f"--format {args.format} needs --questions (the question file)"
@@ -170,7 +170,7 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        kinds = _kinds(args.kind)
+        kinds = parse_kinds(args.kind)
         check_inputs(args)
     except InvalidTableError as exc:
         return error(f"dataset perturb: {exc.message} ({exc.problem})")

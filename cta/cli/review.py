@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cta.cli._io import check_input_path, error, print_json
-from cta.cli.dataset import _kinds
+from cta.cli.dataset import parse_kinds
 from cta.datasets import FORMATS, perturb_dataset
 from cta.judge.decide import DecisionRule
 from cta.results import PerturbationResult
@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
     key = args.api_key or settings.api_key
     owner = key_hash(key) if key else None
     try:
-        kinds = _kinds(args.kind)
+        kinds = parse_kinds(args.kind)
     except InvalidTableError as exc:
         return error(f"review export: {exc.message} ({exc.problem})")
     if any(k not in ("rpl", "add") for k in kinds):

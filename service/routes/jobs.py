@@ -36,24 +36,24 @@ def _store(request: Request) -> JobStore:
     return store
 
 
-def _not_found(job_id: str) -> ServiceProblem:
+def not_found(job_id: str) -> ServiceProblem:
     return ServiceProblem(404, "not_found", f"no job {job_id!r}")
 
 
 _JOB_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def _job_id(job_id: str) -> str:
+def checked_job_id(job_id: str) -> str:
     """``job_id`` when it can name a job (the store's uuid4 hex), else 404 without a query."""
     if _JOB_ID.fullmatch(job_id) is None:
-        raise _not_found(job_id)
+        raise not_found(job_id)
     return job_id
 
 
 def _found(answer: T | None, job_id: str) -> T:
     """The store's ``answer``, or 404 when the caller has no job ``job_id``."""
     if answer is None:
-        raise _not_found(job_id)
+        raise not_found(job_id)
     return answer
 
 
@@ -102,7 +102,7 @@ def list_jobs(
 
 @router.get("/{job_id}", summary="Status, counts and timestamps", responses=problems(400, 401, 404))
 def get_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
-    return _found(_store(request).get_job(_job_id(job_id), owner), job_id)
+    return _found(_store(request).get_job(checked_job_id(job_id), owner), job_id)
 
 
 @router.get(
@@ -119,7 +119,7 @@ def job_results(
 ) -> JobResultsPage:
     """Each item has its result, or its error (``problem`` + ``message``), or is still
     pending/running; failed tables are listed, never dropped. Follow ``next_offset``."""
-    return _found(_store(request).results(_job_id(job_id), owner, offset, limit), job_id)
+    return _found(_store(request).results(checked_job_id(job_id), owner, offset, limit), job_id)
 
 
 @router.get(
@@ -132,7 +132,7 @@ def job_manifest(request: Request, owner: Caller, job_id: str) -> dict[str, Any]
     project's version and commit, the settings in force (no secrets), the judge's and the
     index's content hashes, the seed and the sha256 of the request; ``{}`` for a job
     submitted before manifests were kept."""
-    return _found(_store(request).manifest(_job_id(job_id), owner), job_id)
+    return _found(_store(request).manifest(checked_job_id(job_id), owner), job_id)
 
 
 @router.delete(
@@ -140,7 +140,7 @@ def job_manifest(request: Request, owner: Caller, job_id: str) -> dict[str, Any]
 )
 def cancel_job(request: Request, owner: Caller, job_id: str) -> JobStatus:
     """Pending and running tables become ``cancelled``; finished ones keep their results."""
-    return _found(_store(request).cancel(_job_id(job_id), owner), job_id)
+    return _found(_store(request).cancel(checked_job_id(job_id), owner), job_id)
 
 
 @router.get(
@@ -160,7 +160,7 @@ def job_report(
 ) -> Any:
     """The report of the items done so far (``cta eval``'s JSON, or its markdown)."""
     store = _store(request)
-    status = _found(store.get_job(_job_id(job_id), owner), job_id)
+    status = _found(store.get_job(checked_job_id(job_id), owner), job_id)
     if status.kind != "eval":
         raise ServiceProblem(404, "not_an_eval_job", f"job {job_id!r} is a {status.kind} job")
     items: list[ItemResult] = []

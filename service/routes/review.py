@@ -40,7 +40,7 @@ from service.jobs.reviews import (
     ReviewConflict,
     Reviews,
 )
-from service.routes.jobs import _job_id, _not_found
+from service.routes.jobs import checked_job_id, not_found
 
 router = APIRouter(prefix="/review", include_in_schema=False)
 
@@ -194,10 +194,13 @@ def job_page(
     size = request.app.state.settings.review_page_columns
     try:
         review = _reviews(request).open(
-            _job_id(job_id), owner, _who(request, owner), request.app.state.settings.review_rows
+            checked_job_id(job_id),
+            owner,
+            _who(request, owner),
+            request.app.state.settings.review_rows,
         )
         if review is None:
-            raise _not_found(job_id)
+            raise not_found(job_id)
         columns = review.columns(order)
         pages = max(1, -(-len(columns) // size))
         if page is None:
@@ -251,8 +254,8 @@ def act(
     """Accept, reject, clear, label or rename one name, on the version the reviewer saw
     (409 ``conflict`` with the item as it now is when that version is gone)."""
     reviews = _reviews(request)
-    if request.app.state.store.get_job(_job_id(job_id), owner) is None:
-        raise _not_found(job_id)
+    if request.app.state.store.get_job(checked_job_id(job_id), owner) is None:
+        raise not_found(job_id)
     try:
         view = reviews.act(job_id, item_id, _who(request, owner), body)
     except ReviewConflict as exc:
@@ -265,8 +268,8 @@ def act(
 @router.post("/jobs/{job_id}/names", status_code=201)
 def add_name(request: Request, owner: Owner, job_id: str, body: Annotated[NewName, Body()]) -> Any:
     """Add one's own RPL or ADD name to a target column (409 when it already has it)."""
-    if request.app.state.store.get_job(_job_id(job_id), owner) is None:
-        raise _not_found(job_id)
+    if request.app.state.store.get_job(checked_job_id(job_id), owner) is None:
+        raise not_found(job_id)
     try:
         view = _reviews(request).add_name(job_id, _who(request, owner), body)
     except ReviewConflict as exc:
@@ -288,9 +291,9 @@ def export_annotations(
     split: Annotated[Literal["train", "dev"], Query()] = "train",
 ) -> Response:
     """The reviews as ``data/annotations/tables.jsonl`` rows (one table a line)."""
-    rows = annotation_rows(_reviews(request), _job_id(job_id), owner, split)
+    rows = annotation_rows(_reviews(request), checked_job_id(job_id), owner, split)
     if rows is None:
-        raise _not_found(job_id)
+        raise not_found(job_id)
     return Response(
         "".join(_jsonl(row) for row in rows),
         media_type="application/x-ndjson",
@@ -301,9 +304,9 @@ def export_annotations(
 @router.get("/jobs/{job_id}/export/rates.json")
 def export_rates(request: Request, owner: Owner, job_id: str) -> Any:
     """Acceptance rates of the generator's names per kind and per candidate source."""
-    rates = acceptance_rates(_reviews(request), _job_id(job_id), owner)
+    rates = acceptance_rates(_reviews(request), checked_job_id(job_id), owner)
     if rates is None:
-        raise _not_found(job_id)
+        raise not_found(job_id)
     return JSONResponse(
         rates, headers={"Content-Disposition": f'attachment; filename="rates-{job_id}.json"'}
     )
@@ -314,9 +317,9 @@ def export_accepted(request: Request, owner: Owner, job_id: str) -> Any:
     """Per table id, its result with the accepted names only: what ``cta review export``
     perturbs a dataset with."""
     try:
-        curated = accepted_results(_reviews(request), _job_id(job_id), owner)
+        curated = accepted_results(_reviews(request), checked_job_id(job_id), owner)
     except KeyError:
-        raise _not_found(job_id) from None
+        raise not_found(job_id) from None
     return {key: result.model_dump(mode="json") for key, result in curated.items()}
 
 
