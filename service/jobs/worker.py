@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 from cta.datasets import perturb_bird_database, perturb_spider_database
 from cta.evaluation.payload import evaluate_payload
@@ -165,25 +166,19 @@ class JobWorker:
         options = item.options
         try:
             payload = json.loads(item.payload)
-            if payload.get("format") == "bird":
-                result = perturb_bird_database(
-                    payload["entry"],
-                    payload["records"],
-                    lambda tables: self.host.perturb_many(tables, options),
-                    kinds=payload["kinds"],
-                    seeds=payload["seeds"],
-                    judge=self.host.equivalent,
-                    descriptions=payload.get("descriptions"),
-                )
-            else:
-                result = perturb_spider_database(
-                    payload["entry"],
-                    payload["records"],
-                    lambda tables: self.host.perturb_many(tables, options),
-                    kinds=payload["kinds"],
-                    seeds=payload["seeds"],
-                    judge=self.host.equivalent,
-                )
+            perturb = (
+                partial(perturb_bird_database, descriptions=payload.get("descriptions"))
+                if payload.get("format") == "bird"
+                else perturb_spider_database
+            )
+            result = perturb(
+                payload["entry"],
+                payload["records"],
+                lambda tables: self.host.perturb_many(tables, options),
+                kinds=payload["kinds"],
+                seeds=payload["seeds"],
+                judge=self.host.equivalent,
+            )
         except Exception as exc:
             self._fail(item, exc)
         else:
