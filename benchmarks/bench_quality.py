@@ -208,7 +208,7 @@ class EmbeddingNeighbours:
         own = match_key(name)
         seen = {own}
         out: list[tuple[str, float]] = []
-        for key, score in self.reranker.kv.most_similar(positive=[vector], topn=self.search):
+        for key, score in self.reranker.nearest(vector, self.search):
             phrase = str(key).replace("_", " ")
             k = match_key(phrase)
             if k in seen or not is_common(phrase):

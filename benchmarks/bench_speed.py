@@ -61,7 +61,8 @@ class ForwardRecorder:
 
     Every pair the model scores goes through :meth:`HFEntailmentModel.logits` (the judge's
     pairs and the zero-shot entity prediction's alike): its calls give the pairs the model
-    was sent and the time in the model (tokenise + forward). Its torch module is wrapped too,
+    was sent and the time in the model (tokenise + forward). Its forward pass (torch or ONNX
+    Runtime, :mod:`cta.runtimes`) is wrapped too,
     so each forward pass of the run's own batches — the pipeline's threads, batch size and
     canonical padding — is timed alone: the raw forward figure. Forward time is a part of
     the run's wall time, so ours ÷ raw (efficiency) cannot exceed 1.
@@ -76,16 +77,13 @@ class ForwardRecorder:
         self.padded_rows = 0
         self.forward_seconds = 0.0
         self.threads = 0
-        self._module: Any = None
+        self._forward: Any = None
 
     def __enter__(self) -> ForwardRecorder:
-        import torch
-
         model = self.model
-        module = self._module = model.model
+        forward = self._forward = model.forward
         logits = model.logits
-        cuda = model.device.type == "cuda"
-        self.threads = torch.get_num_threads()
+        self.threads = _threads(model)
 
         def recorded_logits(premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
             began = time.perf_counter()
@@ -95,27 +93,24 @@ class ForwardRecorder:
             self.calls += 1
             return out
 
-        def timed_forward(**inputs: Any) -> Any:
+        def timed_forward(batch: dict[str, np.ndarray]) -> np.ndarray:
+            # the logits come back as a host array, so a GPU's work is finished here
             began = time.perf_counter()
-            out = module(**inputs)
-            if cuda:
-                torch.cuda.synchronize()
+            out = forward(batch)
             self.forward_seconds += time.perf_counter() - began
             self.batches += 1
-            self.padded_rows += int(inputs["input_ids"].shape[0])
+            self.padded_rows += int(batch["input_ids"].shape[0])
             return out
 
         model.logits = recorded_logits  # type: ignore[method-assign]
-        model.model = timed_forward
+        model.forward = timed_forward
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import torch
-
         del self.model.logits  # the class's method again
-        self.model.model = self._module
-        if torch.get_num_threads() != self.threads:
-            raise RuntimeError("torch threads changed during the timed run")
+        self.model.forward = self._forward
+        if _threads(self.model) != self.threads:
+            raise RuntimeError("the model's threads changed during the timed run")
 
     def raw(self) -> dict[str, Any]:
         """The raw forward figure: pairs per second of forward passes alone."""
@@ -124,12 +119,23 @@ class ForwardRecorder:
             "batches": self.batches,
             "padded_rows": self.padded_rows,
             "batch_size": self.model.batch_size,
-            "torch_threads": self.threads,
+            "runtime": self.model.runtime,
+            "threads": self.threads,
             "forward_seconds": round(self.forward_seconds, 3),
             "pairs_per_second": (
                 round(self.pairs / self.forward_seconds, 1) if self.forward_seconds else None
             ),
         }
+
+
+def _threads(model: HFEntailmentModel) -> int:
+    """The threads the model's forward passes use: torch's, or ONNX Runtime's session's
+    (0 there = one per core, reported as the core count)."""
+    if model.runtime == "torch":
+        import torch
+
+        return int(torch.get_num_threads())
+    return int(model.model.threads or os.cpu_count() or 1)
 
 
 def wtq_tables(data_dir: Path, count: int, seed: int = SEED) -> list[Table]:
@@ -148,13 +154,14 @@ def wtq_tables(data_dir: Path, count: int, seed: int = SEED) -> list[Table]:
 def raw_forward(
     model: Any, premises: Sequence[str], hypotheses: Sequence[str], sample: int = RAW_SAMPLE
 ) -> dict[str, Any]:
-    """Batched forward throughput of the judge's torch model on these pairs (tokenised first,
-    length-sorted batches as the tokenizer pads them): the judge benchmark's figure. The speed
-    benchmark times the pipeline's own forward passes instead (:class:`ForwardRecorder`).
+    """Batched forward throughput of the judge's model on these pairs (tokenised first,
+    length-sorted batches padded to their longest), in the model's runtime: the judge
+    benchmark's figure. The speed benchmark times the pipeline's own forward passes instead
+    (:class:`ForwardRecorder`).
 
     A seeded sample of at most ``sample`` pairs is timed: throughput, not a total, is wanted.
     """
-    import torch
+    from cta.judge.batching import pad_arrays
 
     if len(premises) > sample:
         rows = sorted(random.Random(SEED).sample(range(len(premises)), sample))
@@ -166,23 +173,20 @@ def raw_forward(
     )
     ids = encoded["input_ids"]
     order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
-    batches = []
-    for start in range(0, len(order), model.batch_size):
-        rows = order[start : start + model.batch_size]
-        batches.append(
-            model.tokenizer.pad(
-                [{k: encoded[k][i] for k in encoded} for i in rows], return_tensors="pt"
-            )
-        )
+    pad_id = model.tokenizer.pad_token_id or 0
+    batches = [
+        pad_arrays(encoded, order[start : start + model.batch_size], pad_id)
+        for start in range(0, len(order), model.batch_size)
+    ]
     seconds = 0.0
-    with torch.inference_mode():
-        for batch in batches:
-            began = time.perf_counter()
-            model.torch_model()(**batch)
-            seconds += time.perf_counter() - began
+    for batch in batches:
+        began = time.perf_counter()
+        model.forward(batch)
+        seconds += time.perf_counter() - began
     return {
         "pairs": len(ids),
         "batch_size": model.batch_size,
+        "runtime": model.runtime,
         "forward_seconds": round(seconds, 3),
         "pairs_per_second": round(len(ids) / seconds, 1) if seconds else None,
     }
@@ -190,16 +194,17 @@ def raw_forward(
 
 def device_info(judge: BidirectionalJudge) -> dict[str, Any]:
     """The device the judge runs on, in words (GPU name on CUDA)."""
-    import torch
-
     model = judge.model
-    device = str(getattr(model, "device", "cpu"))
+    device = str(getattr(model, "device_type", "cpu"))
     info: dict[str, Any] = {
         "device": device,
+        "runtime": getattr(model, "runtime", None),
         "precision": getattr(model, "precision", "fp32"),
         "batch_size": getattr(model, "batch_size", None),
     }
     if device.startswith("cuda"):
+        import torch
+
         info["gpu"] = torch.cuda.get_device_name(0)
     else:
         from cta.devices import cpu_features

@@ -6,7 +6,8 @@ Two measurements, each repeated (``--runs``) and reported as the median:
   --samples 2`` and of ``cta judge`` with one pair on stdin, each a fresh process (what a
   user waits for);
 * **stages** — one fresh process per run that times, in the order the pipeline loads them:
-  the imports of torch and transformers, the component registry's check, each component
+  the imports of the models' runtime (ONNX Runtime, or torch and transformers where the
+  settings or the tree run there), the component registry's check, each component
   (retriever = index + MiniLM encoder, reranker vectors, WordNet lexicon, judge model,
   candidate sources, entity-schema linker), then the perturbation itself, with the seconds
   the judge model spent inside it. A stage pays for every import it is first to need.
@@ -103,8 +104,7 @@ def _child(table: Path) -> None:
         return value
 
     timed("import cta (CLI, pipeline)", lambda: __import__("cta.cli.perturb"))
-    timed("import torch", lambda: __import__("torch"))
-    timed("import transformers", lambda: __import__("transformers"))
+    timed("import the models' runtime (torch + transformers, or ONNX Runtime)", _runtime_imports)
     from cta import registry
     from cta.pipeline import Pipeline
     from cta.results import PerturbOptions
@@ -149,6 +149,23 @@ def _child(table: Path) -> None:
     out["  of which the judge model"] = float(judge.stats.model_seconds)
     out["total (one process)"] = time.perf_counter() - began
     print(json.dumps(out))
+
+
+def _runtime_imports() -> None:
+    """What runs the models in this tree: ONNX Runtime and tokenizers where the tree has
+    :mod:`cta.runtimes` and its settings run there, else torch and transformers."""
+    try:
+        from cta.runtimes import onnx_installed
+        from cta.settings import get_settings
+
+        if get_settings().runtime != "torch" and onnx_installed():
+            __import__("onnxruntime")
+            __import__("tokenizers")
+            return
+    except ImportError:
+        pass  # a tree from before the ONNX runtime
+    __import__("torch")
+    __import__("transformers")
 
 
 def measure(trees: list[Path], table: Path, runs: int) -> list[dict[str, Any]]:

@@ -214,7 +214,8 @@ def speed_lines(s: dict[str, Any]) -> list[str]:
         f"| peak RSS (process) | {o['peak_rss_mb']} MB |",
         f"| raw forward, pairs / second (forward passes alone, timed inside the same run: its "
         f"{raw['pairs']} pairs in {raw.get('batches', '?')} batches of at most {raw['batch_size']}, "
-        f"{raw.get('torch_threads', m['torch_threads'])} threads) | {raw['pairs_per_second']} |",
+        f"{raw.get('threads', raw.get('torch_threads', m['torch_threads']))} threads, "
+        f"{raw.get('runtime', 'torch')}) | {raw['pairs_per_second']} |",
         f"| ours, model pairs / wall second | {o['judged_pairs_per_second']} |",
         f"| **efficiency** (ours / raw) | **{s['efficiency']}** "
         f"({'meets' if eff_ok else 'below'} the {MIN_EFFICIENCY} bar) |",

@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     settings = get_settings()
     path = settings.resolved_judge_model()
     premises, hypotheses = judge_pairs(args.pairs)
-    fp32 = HFEntailmentModel(path, device="cpu", max_length=settings.judge_max_length)
+    fp32 = HFEntailmentModel(
+        path, device="cpu", max_length=settings.judge_max_length, runtime="torch"
+    )  # torch: the int8 variants below quantise its module
     base = fp32.model
     _time_forward(fp32, premises[:256], hypotheses[:256])  # warm
     fp32_seconds = _time_forward(fp32, premises, hypotheses)

@@ -17,6 +17,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -60,9 +61,17 @@ class DeviceError(ValueError):
     """A device or precision this machine (or this model) cannot run."""
 
 
+def cuda_possible() -> bool:
+    """Whether this machine could have a CUDA GPU at all (an NVIDIA driver is loaded)."""
+    return Path("/proc/driver/nvidia").exists() or Path("/dev/nvidia0").exists()
+
+
 def resolve_device(setting: str) -> str:
     """``"cuda"`` or ``"cpu"`` (``auto``: CUDA when torch sees one); an explicit ``cuda``
-    without a GPU is an error, not a silent fallback."""
+    without a GPU is an error, not a silent fallback. Without an NVIDIA driver ``auto`` is
+    the CPU, answered without importing torch (seconds a command need not pay)."""
+    if setting == "auto" and not cuda_possible():
+        return "cpu"
     import torch
 
     if setting == "auto":

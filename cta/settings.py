@@ -246,6 +246,12 @@ class Settings(BaseSettings):
     device: Literal["auto", "cpu", "cuda"] = Field(
         default="auto", description="auto = CUDA when present, else CPU"
     )
+    runtime: Literal["auto", "torch", "onnx"] = Field(
+        default="auto",
+        description="What runs the judge and the table encoder: auto = ONNX Runtime on the "
+        "CPU at fp32 (the same answers, faster, no torch import; exported once under "
+        "home/onnx), torch elsewhere; torch = always torch; onnx = insist on ONNX Runtime",
+    )
 
     # -- 3.5 context -----------------------------------------------------------------------
     entity_from_name: bool = Field(
@@ -296,6 +302,10 @@ class Settings(BaseSettings):
 
     def nltk_dir(self) -> Path:
         return self.home / "nltk_data"
+
+    def onnx_dir(self) -> Path:
+        """Where models exported to ONNX are kept (:mod:`cta.runtimes`)."""
+        return self.home / "onnx"
 
 
 # The judge shipped in the repository (a model folder with its card and recipe; see its README).

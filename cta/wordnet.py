@@ -215,8 +215,33 @@ def build_wordnet_index(settings: Settings | None = None) -> Path:
     return path
 
 
+def import_nltk() -> Any:
+    """NLTK, imported without its optional scipy.stats and scikit-learn extras.
+
+    ``import nltk`` runs NLTK's whole package (parsers, taggers, classifiers …); two of its
+    modules try scipy.stats (Fisher's exact test for collocations) and scikit-learn (a
+    classifier wrapper) and go on without them. Those two cost ~0.5 s of a command that only
+    reads WordNet, and nothing here uses either, so they are hidden while NLTK imports
+    (``sys.modules[name] = None`` makes their import fail as if absent) and visible again
+    afterwards: scipy and scikit-learn themselves still import normally later."""
+    import sys
+
+    if "nltk" in sys.modules:
+        return sys.modules["nltk"]
+    hidden = [name for name in ("scipy.stats", "sklearn") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        import nltk
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+    return nltk
+
+
 def _open_reader(root: Path) -> WordNetCorpusReader:
-    import nltk
+    nltk = import_nltk()
 
     # NLTK only opens corpora under a root listed on nltk.data.path.
     if str(root) not in nltk.data.path:
@@ -228,7 +253,7 @@ def _open_reader(root: Path) -> WordNetCorpusReader:
 def _index_key(root: Path) -> tuple[Any, ...]:
     """What the prebuilt index must have been made from: this format, NLTK's version, and the
     name, size and modification time of each source file."""
-    import nltk
+    nltk = import_nltk()
 
     folder = root / "corpora" / "wordnet"
     stats = [(name, (folder / name).stat()) for name in _INDEX_SOURCES if (folder / name).exists()]
@@ -276,6 +301,7 @@ def _write_index(path: Path, key: tuple[Any, ...], index: Any, satellites: set[i
 def _reader_class() -> type[WordNetCorpusReader]:
     """NLTK's reader over a prepared root, with the lemma index from :data:`INDEX_FILE`
     (deferred: NLTK loads only when WordNet is asked for)."""
+    import_nltk()
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
 
     class PrebuiltIndexReader(WordNetCorpusReader):  # type: ignore[misc]

@@ -23,6 +23,7 @@ deterministic) and, optionally, up to 10 of the table's questions.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,14 @@ import numpy as np
 
 from cta.devices import autocast, resolve_device, resolve_precision
 from cta.registry import register
+from cta.runtimes import (
+    FastTokenizer,
+    OnnxModel,
+    exported,
+    pad_to_longest,
+    read_config,
+    resolve_runtime,
+)
 from cta.settings import Settings
 from cta.table import Table
 
@@ -117,7 +126,12 @@ def _describe(encoder: SentenceTableEncoder | TapasTableEncoder, **options: Any)
 
 
 class SentenceTableEncoder:
-    """A sentence-transformers bi-encoder over :func:`table_text`."""
+    """A sentence-transformers bi-encoder over :func:`table_text`.
+
+    ``runtime`` (:mod:`cta.runtimes`): on the CPU at fp32, ``auto`` runs a local folder of the
+    plain sentence-transformers shape (a transformer, mean pooling, optionally normalised:
+    :class:`OnnxSentenceModel`) in ONNX Runtime, exported once under ``onnx_cache``; any other
+    model, device or precision runs in sentence-transformers (torch)."""
 
     def __init__(
         self,
@@ -129,15 +143,24 @@ class SentenceTableEncoder:
         device: str = "cpu",
         local_files_only: bool = False,
         precision: str = "auto",
+        runtime: str = "auto",
+        onnx_cache: Path | None = None,
     ) -> None:
-        from sentence_transformers import SentenceTransformer
-
         self.name = name
         self.model = model
         self.values_per_column = values_per_column
         self.use_questions = use_questions
         self._device = resolve_device(device)
         self.precision = resolve_precision(precision, self._device, allow_int8=False)
+        folder = Path(model) if OnnxSentenceModel.supports(Path(model)) else None
+        self.runtime = resolve_runtime(runtime, self._device, self.precision, folder)
+        self._model: Any
+        if self.runtime == "onnx" and folder is not None:
+            self._model = OnnxSentenceModel(folder, onnx_cache or Settings().onnx_dir())
+            self.dim = self._model.dim
+            return
+        from sentence_transformers import SentenceTransformer
+
         self._model = SentenceTransformer(
             model, device=self._device, local_files_only=local_files_only
         )
@@ -151,6 +174,8 @@ class SentenceTableEncoder:
         """L2-normalised float32 vectors ``(len(tables), dim)``."""
         if not tables:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if isinstance(self._model, OnnxSentenceModel):
+            return _l2_normalise(self._model.encode(self.texts(tables), batch_size))
         with autocast(self._device, self.precision):
             vectors = self._model.encode(
                 self.texts(tables),
@@ -166,6 +191,64 @@ class SentenceTableEncoder:
         return _describe(
             self, values_per_column=self.values_per_column, use_questions=self.use_questions
         )
+
+
+class OnnxSentenceModel:
+    """A sentence-transformers folder of the plain shape — ``modules.json`` listing a
+    Transformer, a mean Pooling and optionally Normalize (all-MiniLM-L6-v2's) — run in ONNX
+    Runtime: the transformer exported once (:func:`cta.runtimes.exported`), its tokenizer
+    through ``tokenizers``, texts stripped and truncated to ``max_seq_length`` as
+    sentence-transformers does, mean pooling over the attention mask in numpy."""
+
+    def __init__(self, folder: Path, cache: Path) -> None:
+        self.folder = folder
+        config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        limit = int(read_config(folder).get("max_position_embeddings", 512))
+        self.max_length = min(int(config.get("max_seq_length") or limit), limit)
+        self.lower = bool(config.get("do_lower_case", False))
+        self.tokenizer = FastTokenizer(folder)
+        self.onnx = OnnxModel(exported(folder, "feature-extraction", cache))
+        self.dim = int(read_config(folder).get("hidden_size", 0))
+
+    @staticmethod
+    def supports(folder: Path) -> bool:
+        """Whether ``folder`` is a local sentence-transformers model of the plain shape."""
+        try:
+            modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+            pooling = json.loads((folder / "1_Pooling" / "config.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return False
+        kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+        modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
+        return (
+            kinds[:2] == ["Transformer", "Pooling"]
+            and set(kinds[2:]) <= {"Normalize"}
+            and modes == {"pooling_mode_mean_tokens"}
+            and (folder / "sentence_bert_config.json").is_file()
+            and (folder / "tokenizer.json").is_file()
+        )
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """Mean-pooled float32 vectors ``(len(texts), dim)`` (not yet normalised)."""
+        texts = [t.strip().lower() if self.lower else t.strip() for t in texts]
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)
+        rows: list[list[int]] = encoded["input_ids"]
+        types: list[list[int]] = encoded["token_type_ids"]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        # longest first, as sentence-transformers batches; padding is masked out of the mean
+        order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        pad = self.tokenizer.pad_token_id or 0
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            ids, mask = pad_to_longest([rows[i] for i in chunk], pad)
+            type_ids, _ = pad_to_longest([types[i] for i in chunk], 0)
+            hidden = self.onnx(
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
+            )
+            weights = mask[:, :, None].astype(np.float32)
+            summed = (hidden * weights).sum(axis=1)
+            out[chunk] = summed / np.maximum(weights.sum(axis=1), 1e-9)
+        return out
 
 
 class TapasTableEncoder:
@@ -303,6 +386,8 @@ def _sentence_encoder(
         settings.device,
         local_files_only,
         settings.encoder_precision,
+        settings.runtime,
+        settings.onnx_dir(),
     )
 
 
@@ -315,6 +400,8 @@ def _shared_sentence_encoder(
     device: str,
     local_files_only: bool,
     precision: str,
+    runtime: str,
+    onnx_cache: Path,
 ) -> SentenceTableEncoder:
     return SentenceTableEncoder(
         model,
@@ -324,6 +411,8 @@ def _shared_sentence_encoder(
         device=device,
         local_files_only=local_files_only,
         precision=precision,
+        runtime=runtime,
+        onnx_cache=onnx_cache,
     )
 
 

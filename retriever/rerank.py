@@ -13,24 +13,31 @@ its similarity to anything is 0. All vectors are unit-normalised, so scores are 
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-from gensim.models import KeyedVectors
 
 from cta.registry import register
 from cta.settings import Settings
 from cta.words import name_words
 
+if TYPE_CHECKING:
+    from gensim.models import KeyedVectors
+
 __all__ = [
     "KeyedVectorsReranker",
+    "UnitVectors",
     "VectorsFormatError",
     "VectorsMissingError",
+    "load_unit_vectors",
     "load_vectors",
 ]
 
@@ -65,6 +72,8 @@ def load_vectors(path: Path | str) -> KeyedVectors:
     Raises :class:`VectorsMissingError` if the file is absent and
     :class:`VectorsFormatError` for an unknown suffix or malformed content.
     """
+    from gensim.models import KeyedVectors  # noqa: F401  (imported here: ~0.7 s of scipy)
+
     path = Path(path)
     if not path.is_file():
         raise VectorsMissingError(f"word-vector file {path} does not exist")
@@ -89,6 +98,8 @@ def load_vectors(path: Path | str) -> KeyedVectors:
 
 def _read_gensim(path: Path, binary: bool) -> KeyedVectors:
     """word2vec binary or gensim native; any failure to parse is a :class:`VectorsFormatError`."""
+    from gensim.models import KeyedVectors
+
     try:
         if binary:
             loaded = KeyedVectors.load_word2vec_format(str(path), binary=True)
@@ -157,6 +168,8 @@ def _read_text(path: Path) -> KeyedVectors:
             rows.append(values)
     if dim is None:
         raise VectorsFormatError(f"{path} is empty")
+    from gensim.models import KeyedVectors
+
     kv = KeyedVectors(vector_size=dim, count=0, dtype=np.float32)
     if keys:
         kv.add_vectors(keys, np.stack(rows))
@@ -168,6 +181,8 @@ def _english_only(kv: KeyedVectors) -> KeyedVectors:
     keys: list[str] = list(kv.index_to_key)
     if not any(str(k).startswith(_CONCEPTNET_PREFIX) for k in keys):
         return kv
+    from gensim.models import KeyedVectors
+
     kept: dict[str, int] = {}
     for i, key in enumerate(keys):
         english = _english_key(str(key))
@@ -179,6 +194,62 @@ def _english_only(kv: KeyedVectors) -> KeyedVectors:
     return out
 
 
+@dataclass(frozen=True)
+class UnitVectors:
+    """Unit-length word vectors without gensim: what the reranker reads of a ``KeyedVectors``
+    (its keys' rows and the matrix), as :func:`load_unit_vectors` keeps them on disk."""
+
+    key_to_index: Mapping[str, int]
+    vectors: np.ndarray
+
+    @property
+    def vector_size(self) -> int:
+        return int(self.vectors.shape[1])
+
+
+# Bumped when the cache files' layout changes.
+_CACHE_FORMAT = 1
+
+
+def load_unit_vectors(path: Path | str) -> UnitVectors:
+    """:func:`load_vectors`'s result as :class:`UnitVectors`, through a cache beside the file
+    (``<file>.unit.npy``, its rows, and ``<file>.unit.keys``, its keys after a stamp line):
+    a later load reads those two files and never imports gensim (~0.7 s of scipy). The
+    stamp holds the file's size and mtime; a stale, missing or unreadable cache is rebuilt
+    from the file (and written back when the folder is writable)."""
+    path = Path(path)
+    if not path.is_file():
+        raise VectorsMissingError(f"word-vector file {path} does not exist")
+    stat = path.stat()
+    stamp = json.dumps([_CACHE_FORMAT, stat.st_size, stat.st_mtime_ns])
+    rows_file = path.with_name(path.name + ".unit.npy")
+    keys_file = path.with_name(path.name + ".unit.keys")
+    try:
+        head, _, body = keys_file.read_text(encoding="utf-8").partition("\n")
+        if head == stamp:
+            keys = body.split("\n") if body else []
+            matrix = np.load(rows_file, mmap_mode="r")
+            if matrix.shape[0] == len(keys):
+                return UnitVectors({k: i for i, k in enumerate(keys)}, matrix)
+    except (OSError, ValueError):
+        pass
+    kv = load_vectors(path)
+    keys = [str(k) for k in kv.index_to_key]
+    unit = UnitVectors(dict(kv.key_to_index), np.asarray(kv.vectors, dtype=np.float32))
+    if any("\n" in k for k in keys):
+        return unit
+    try:
+        partial = f".{os.getpid()}.partial"
+        with open(str(rows_file) + partial, "wb") as handle:
+            np.save(handle, unit.vectors)
+        Path(str(keys_file) + partial).write_text(stamp + "\n" + "\n".join(keys), "utf-8")
+        os.replace(str(rows_file) + partial, rows_file)
+        os.replace(str(keys_file) + partial, keys_file)
+    except OSError:
+        pass  # a read-only folder: the next load reads the file again
+    return unit
+
+
 class KeyedVectorsReranker:
     """Cosine similarity of column names over ``KeyedVectors`` (a :class:`cta.components.Reranker`).
 
@@ -187,7 +258,7 @@ class KeyedVectorsReranker:
     (``cache_size`` most recent names). Thread-safe for concurrent reads.
     """
 
-    def __init__(self, kv: KeyedVectors, cache_size: int = 100_000) -> None:
+    def __init__(self, kv: KeyedVectors | UnitVectors, cache_size: int = 100_000) -> None:
         self.kv = kv
         vectors = np.asarray(kv.vectors, dtype=np.float32)
         # einsum: row norms without a temporary the size of the matrix.
@@ -197,8 +268,9 @@ class KeyedVectorsReranker:
             safe = np.where(nonzero, norms, 1.0)[:, None]
             vectors = (vectors / safe).astype(np.float32)
         self._unit = vectors
-        self._index: dict[str, int] = kv.key_to_index
+        self._index: Mapping[str, int] = kv.key_to_index
         self.dim = int(kv.vector_size)
+        self._keys: list[str] | None = None  # row → key, built on the first nearest()
         self._phrase_vector = lru_cache(maxsize=cache_size)(self._compute_vector)
 
     # -- phrase vectors ----------------------------------------------------------------------
@@ -245,6 +317,22 @@ class KeyedVectorsReranker:
             if vec is not None:
                 out[i] = vec
         return out
+
+    def nearest(self, vector: np.ndarray, topn: int) -> list[tuple[str, float]]:
+        """The ``topn`` vocabulary entries most similar to a unit ``vector`` (cosines), best
+        first, ties in vocabulary order: gensim's ``most_similar`` without gensim."""
+        scores = self._unit @ np.asarray(vector, dtype=np.float32)
+        n = min(topn, len(scores))
+        if n <= 0:
+            return []
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.lexsort((top, -scores[top]))]
+        if self._keys is None:
+            keys = [""] * len(scores)
+            for key, row in self._index.items():
+                keys[row] = key
+            self._keys = keys
+        return [(self._keys[i], float(scores[i])) for i in top]
 
     # -- Reranker protocol -------------------------------------------------------------------
     def similarity(self, a: str, b: str) -> float:
@@ -293,7 +381,7 @@ def _reranker_for(path: Path) -> KeyedVectorsReranker:
     with _loaded_lock:
         reranker = _loaded.get(key)
         if reranker is None:
-            reranker = KeyedVectorsReranker(load_vectors(path))
+            reranker = KeyedVectorsReranker(load_unit_vectors(path))
             _loaded.clear()  # keep only the current file in memory
             _loaded[key] = reranker
         return reranker

@@ -331,7 +331,7 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         threads=1,
     )
     out = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
-    model = HFEntailmentModel(str(out), device="cpu")
+    model = HFEntailmentModel(str(out), device="cpu", runtime="torch")  # its weights are read
     assert sorted(model.labels) == ["contradiction", "entailment", "neutral"]
     assert model.entailment(["singer name (text)"], ["singer title (text)"]).shape == (1,)
     both = model.probabilities(["singer name (text)"], ["singer title (text)"])
@@ -348,7 +348,7 @@ def test_train_tiny_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
     # Same seed → same weights; the CLI path retrains in place (atomic replace).
     before = {k: v.clone() for k, v in model.model.state_dict().items()}
     again = train_judge(tmp_path / "judge", settings, **kwargs)  # type: ignore[arg-type]
-    after = HFEntailmentModel(str(again), device="cpu").model.state_dict()
+    after = HFEntailmentModel(str(again), device="cpu", runtime="torch").model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
 
     # Human judgements joined the training; the dev table is held out of every source.

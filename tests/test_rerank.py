@@ -229,3 +229,50 @@ def test_registry_factories(tmp_path: Path) -> None:
     assert {"glove", "glove-retrofit", "keyedvectors", "numberbatch"} <= set(
         registry.names("vectors")
     )
+
+
+# -- the gensim-free copy commands read --------------------------------------------------------
+
+
+def test_unit_vectors_are_the_loaded_vectors_and_are_cached(tmp_path: Path) -> None:
+    from retriever.rerank import load_unit_vectors
+
+    path = write_text(tmp_path / "numberbatch.txt.gz")
+    loaded = load_vectors(path)
+    first = load_unit_vectors(path)  # parsed, and written beside the file
+    cached = tmp_path / "numberbatch.txt.gz.unit.npy"
+    assert cached.is_file() and (tmp_path / "numberbatch.txt.gz.unit.keys").is_file()
+    second = load_unit_vectors(path)  # read back
+    for unit in (first, second):
+        assert dict(unit.key_to_index) == dict(loaded.key_to_index)
+        assert np.array_equal(np.asarray(unit.vectors), loaded.vectors)
+    # the same reranker answers from either
+    a, b = KeyedVectorsReranker(loaded), KeyedVectorsReranker(second)
+    assert a.rank("given name", ENGLISH, 5) == b.rank("given name", ENGLISH, 5)
+    assert b.nearest(vector(b, "first name"), 3)[0] == ("first_name", pytest.approx(1.0))
+    # a changed file is read again, not answered from the stale copy
+    write_text(path, prefixed=False)
+    import os
+
+    os.utime(path, ns=(1, 1))
+    assert sorted(load_unit_vectors(path).key_to_index) == ENGLISH
+
+
+def test_unit_vectors_load_without_gensim(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from retriever.rerank import load_unit_vectors
+
+    path = write_text(tmp_path / "numberbatch.txt")
+    load_unit_vectors(path)
+    code = (
+        "import json, sys\nfrom retriever.rerank import load_unit_vectors\n"
+        f"u = load_unit_vectors({str(path)!r})\n"
+        "print(json.dumps([len(u.key_to_index), 'gensim' in sys.modules]))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == [len(ENGLISH), False]

@@ -72,3 +72,20 @@ def test_a_stale_or_broken_index_is_rebuilt(
     assert wordnet._read_index(path, wordnet._index_key(path.parent)) is None
     build_wordnet_index(settings)
     assert wordnet._read_index(path, wordnet._index_key(path.parent)) is not None
+
+
+def test_nltk_imports_without_its_optional_extras_which_still_import_after() -> None:
+    """WordNet's NLTK import skips scipy.stats and scikit-learn (half a second of a first
+    result); both stay importable for whoever needs them afterwards."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom cta.wordnet import import_nltk\nimport_nltk()\n"
+        "print(sorted(m for m in ('scipy.stats', 'sklearn') if m in sys.modules))\n"
+        "import scipy.stats, sklearn\nprint(scipy.stats.norm.cdf(0), 'nltk' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["[]", "0.5 True"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -207,9 +208,13 @@ def _run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"judge_batch_size": args.batch_size})
     if args.model is not None:
         settings = settings.model_copy(update={"judge_model": args.model})
-    from transformers.utils import logging as hf_logging  # deferred: heavy, only here
+    # stderr is for errors here, not loading bars: transformers reads this when it loads
+    # (the torch runtime); with ONNX Runtime it is never imported
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # stderr is for errors here, not loading bars
+        hf_logging.disable_progress_bar()
     try:
         # deferred: the shipped components register on import (gensim, numpy)
         import cta.providers  # noqa: F401

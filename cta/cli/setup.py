@@ -4,7 +4,9 @@ Order: WordNet (copied from Debian's files, its lemma index parsed once) → rer
 (GloVe retrofitted to WordNet) → the dense index over the default corpus → the entity schemas'
 encoder vectors (``data/entity-schemas``, for linking tables to them). Each step is skipped when its artefact
 already exists (``--force`` rebuilds). The judge is not built here: it ships with the
-repository (``models/judge``, its card and recipe beside it); set-up only checks it loads.
+repository (``models/judge``, its card and recipe beside it); set-up loads it, which on the
+CPU exports it (and the table encoder) to ONNX once (:mod:`cta.runtimes`), so that a command
+never pays the export or torch's imports.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from cta.cli._io import error
 from cta.settings import get_settings
 from cta.wordnet import build_wordnet_index
 from retriever.index import build_corpus_index, build_from_recipe
+from retriever.rerank import load_unit_vectors
 
 log = logging.getLogger(__name__)
 
@@ -49,17 +52,21 @@ def _run(args: argparse.Namespace) -> int:
     vectors = settings.resolved_vectors_path()
     if args.force and vectors.exists() and settings.vectors_path is None:
         vectors.unlink()
-    print(f"  vectors: {build_default_vectors(settings, progress=True)}")
+    built = build_default_vectors(settings, progress=True)
+    load_unit_vectors(built)  # the gensim-free copy commands read
+    print(f"  vectors: {built}")
 
     judge = settings.resolved_judge_model()
     if settings.judge_model is None and not (Path(judge) / "config.json").is_file():
         return error(f"setup: the shipped judge is missing at {judge} (is this a full clone?)")
-    print(f"  judge: {judge}")
+    loaded = registry.create("judge", settings.judge, settings)
+    runtime = getattr(getattr(loaded, "model", None), "runtime", None)
+    print(f"  judge: {judge}" + (f" ({runtime})" if runtime else ""))
+    encoder = registry.create("encoder", settings.encoder, settings)  # exported here too
 
     index_dir = settings.resolved_index_dir()
     if args.force or not (index_dir / "manifest.json").exists():
         if args.corpus:
-            encoder = registry.create("encoder", settings.encoder, settings)
             info = build_corpus_index(
                 args.corpus, encoder, index_dir, kind=settings.index_kind, progress=True
             )

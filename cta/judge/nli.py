@@ -25,12 +25,13 @@ from cta.judge.batching import (
     CANONICAL_ROWS,
     PairEncoder,
     canonical_batches,
-    pad_batch,
+    pad_arrays,
 )
 from cta.judge.decide import association
 from cta.lru import LRUCache
 from cta.registry import register
 from cta.results import JudgeColumn, JudgePair
+from cta.runtimes import FastTokenizer, OnnxModel, Runtime, exported, read_config, resolve_runtime
 from cta.settings import Settings
 from cta.words import column_words
 
@@ -104,10 +105,12 @@ class HFEntailmentModel:
     the checkpoint's ``config.id2label`` (case-insensitive ``"entailment"``), never assumed;
     probabilities are the softmax over all its labels. Pairs become token ids through a
     :class:`PairEncoder` (each distinct text tokenised once), are grouped by length and run
-    in batches of ``batch_size`` (``gpu_batch_size`` on CUDA) under ``torch.inference_mode``,
-    on CUDA when present and ``device="auto"``, at ``precision`` (:mod:`cta.devices`: bf16
-    autocast on CUDA, fp32 on the CPU unless asked; int8 = :func:`quantise_int8`). On CUDA the
-    batches are copied from pinned memory.
+    in batches of ``batch_size`` (``gpu_batch_size`` on CUDA), on CUDA when present and
+    ``device="auto"``, at ``precision`` (:mod:`cta.devices`: bf16 autocast on CUDA, fp32 on
+    the CPU unless asked; int8 = :func:`quantise_int8`). ``runtime`` (:mod:`cta.runtimes`):
+    on the CPU at fp32, ``auto`` runs the checkpoint exported to ONNX in ONNX Runtime
+    (kept under ``onnx_cache``), without importing torch or transformers; otherwise torch,
+    under ``torch.inference_mode``, with batches copied from pinned memory on CUDA.
     """
 
     def __init__(
@@ -118,48 +121,90 @@ class HFEntailmentModel:
         batch_size: int = 64,
         precision: str = "auto",
         gpu_batch_size: int = 1024,
+        runtime: str = "auto",
+        onnx_cache: Path | None = None,
     ) -> None:
-        import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
         if batch_size < 1 or gpu_batch_size < 1 or max_length < 8:
             raise ValueError("batch sizes must be ≥ 1 and max_length ≥ 8")
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-            # fp16-stored checkpoints (the shipped judge) are computed in fp32, exactly upcast
-            model = AutoModelForSequenceClassification.from_pretrained(name_or_path).float()
-        except OSError as exc:
-            raise JudgeError(f"cannot load NLI checkpoint {name_or_path!r}: {exc}") from exc
-        id2label = {int(i): str(label) for i, label in model.config.id2label.items()}
+        device_type = resolve_device(device)
+        self.precision: Precision = resolve_precision(precision, device_type)
+        folder = Path(name_or_path) if Path(name_or_path).is_dir() else None
+        self.runtime: Runtime = resolve_runtime(runtime, device_type, self.precision, folder)
+        self.name_or_path = name_or_path
+        self.device_type = device_type
+        self.model: Any = None
+        if self.runtime == "onnx" and folder is not None:
+            id2label = self._load_onnx(folder, onnx_cache or Settings().onnx_dir())
+        else:
+            id2label = self._load_torch(name_or_path, device_type)
         matches = [i for i, label in id2label.items() if label.strip().lower() == "entailment"]
         if len(matches) != 1:
             raise JudgeError(
                 f"checkpoint {name_or_path!r} has no single 'entailment' label in id2label "
                 f"{id2label}; an NLI (MNLI-style) checkpoint is needed"
             )
-        self.name_or_path = name_or_path
         self.labels: tuple[str, ...] = tuple(id2label[i] for i in sorted(id2label))
         self.entailment_index: int = matches[0]
         # The neutral class: association (an ADD beside its target) for a three-way judge.
         neutral = [i for i, label in id2label.items() if label.strip().lower() == "neutral"]
         self.neutral_index: int | None = neutral[0] if len(neutral) == 1 else None
-        self.device = torch.device(resolve_device(device))
-        self.precision: Precision = resolve_precision(precision, self.device.type)
-        model = model.eval()
-        if self.precision == "int8":
-            model = quantise_int8(model)
-        self.model = model.to(self.device)
         self.max_length = max_length
-        self.batch_size = gpu_batch_size if self.device.type == "cuda" else batch_size
+        self.batch_size = gpu_batch_size if device_type == "cuda" else batch_size
         self.pairs = PairEncoder(self.tokenizer, max_length)
         # One forward at a time: concurrent callers would only fight for the same cores.
         self._lock = threading.Lock()
         self._logits: LRUCache[tuple[str, str], float] = LRUCache(LOGIT_CACHE_SIZE)
 
-    def logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        """Raw classifier logits ``(n, n_labels)``, in the order of the inputs."""
+    def _load_torch(self, name_or_path: str, device_type: str) -> dict[int, str]:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        try:
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(name_or_path)
+            # fp16-stored checkpoints (the shipped judge) are computed in fp32, exactly upcast
+            model = AutoModelForSequenceClassification.from_pretrained(name_or_path).float()
+        except OSError as exc:
+            raise JudgeError(f"cannot load NLI checkpoint {name_or_path!r}: {exc}") from exc
+        self.device: torch.device = torch.device(device_type)
+        model = model.eval()
+        if self.precision == "int8":
+            model = quantise_int8(model)
+        self.model = model.to(self.device)
+        self.forward = self._torch_forward
+        return {int(i): str(label) for i, label in model.config.id2label.items()}
+
+    def _load_onnx(self, folder: Path, cache: Path) -> dict[int, str]:
+        config = read_config(folder)
+        if not config:
+            raise JudgeError(f"cannot load NLI checkpoint {str(folder)!r}: no config.json")
+        # transformers leaves its default labels (LABEL_0 …) out of config.json
+        labels = config.get("id2label") or {
+            i: f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))
+        }
+        try:
+            self.tokenizer = FastTokenizer(folder)
+            self.model = OnnxModel(exported(folder, "sequence-classification", cache))
+        except (OSError, ValueError) as exc:
+            raise JudgeError(f"cannot load NLI checkpoint {str(folder)!r}: {exc}") from exc
+        self.forward = self.model
+        return {int(i): str(label) for i, label in labels.items()}
+
+    def _torch_forward(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """One padded batch's logits in torch, on the model's device and precision."""
         import torch
 
+        cuda = self.device.type == "cuda"
+        with torch.inference_mode(), autocast(self.device.type, self.precision):
+            inputs = {}
+            for key, array in batch.items():
+                tensor = torch.from_numpy(array)
+                tensor = tensor.pin_memory() if cuda else tensor
+                inputs[key] = tensor.to(self.device, non_blocking=cuda)
+            logits: np.ndarray = self.model(**inputs).logits.float().cpu().numpy()
+        return logits
+
+    def logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        """Raw classifier logits ``(n, n_labels)``, in the order of the inputs."""
         if len(premises) != len(hypotheses):
             raise ValueError(f"{len(premises)} premises but {len(hypotheses)} hypotheses")
         n = len(premises)
@@ -169,14 +214,10 @@ class HFEntailmentModel:
         features = self.pairs.encode(premises, hypotheses)
         ids: list[list[int]] = features["input_ids"]
         pad_id = self.tokenizer.pad_token_id or 0
-        cuda = self.device.type == "cuda"
-        with self._lock, torch.inference_mode(), autocast(self.device.type, self.precision):
+        with self._lock:
             for rows in canonical_batches([len(x) for x in ids], self.batch_size):
-                batch = pad_batch(
-                    features, rows, pad_id, CANONICAL_MULTIPLE, CANONICAL_ROWS, pin=cuda
-                )
-                inputs = {k: v.to(self.device, non_blocking=cuda) for k, v in batch.items()}
-                logits = self.model(**inputs).logits.float().cpu().numpy()
+                batch = pad_arrays(features, rows, pad_id, CANONICAL_MULTIPLE, CANONICAL_ROWS)
+                logits = self.forward(batch)
                 out[rows] = logits[: len(rows)]
         return out
 
@@ -222,7 +263,10 @@ class HFEntailmentModel:
         return np.stack([probs[:, self.entailment_index], neutral], axis=1)
 
     def torch_model(self) -> torch.nn.Module:
-        """The underlying module (benchmarks time its raw forward pass)."""
+        """The underlying torch module (benchmarks time its raw forward pass); the torch
+        runtime only."""
+        if self.runtime != "torch":
+            raise JudgeError(f"the judge runs in {self.runtime}, not torch (CTA_RUNTIME=torch)")
         module: torch.nn.Module = self.model
         return module
 
@@ -252,7 +296,7 @@ class RecheckedEntailment:
         self.association_thresholds = tuple(sorted(set(association_thresholds)))
         self.margin = margin
         self.name_or_path = exact.name_or_path
-        self.device = exact.device
+        self.device_type = exact.device_type
         self.precision = f"{fast.precision} (fp32 within {margin} of {self.thresholds})"
         self.scored = 0
         self.rechecked = 0
@@ -301,6 +345,8 @@ def entailment_model(
             batch_size=settings.judge_batch_size,
             precision=precision,
             gpu_batch_size=settings.judge_gpu_batch_size,
+            runtime=settings.runtime,
+            onnx_cache=settings.onnx_dir(),
         )
 
     model = load(settings.judge_precision)
