@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from cta import registry
+from cta import collector, registry
 from cta.apply.sample import sample_perturbations
 from cta.components import (
     AddCandidates,
@@ -132,17 +132,18 @@ class Pipeline:
 
         settings = settings or get_settings()
         registry.check(settings)
-        return cls(
-            settings=settings,
-            retriever=registry.create("retriever", settings.retriever, settings),
-            reranker=registry.create("vectors", settings.vectors, settings),
-            dictionary=registry.create("lexicon", settings.lexicon, settings),
-            judge_model=registry.create("judge", settings.judge, settings),
-            sources=tuple(
-                registry.create("source", name, settings) for name in settings.candidate_sources
-            ),
-            linker=registry.create("linker", settings.entity_linker, settings),
-        )
+        with collector.paused():  # millions of acyclic objects: rescanning them costs seconds
+            return cls(
+                settings=settings,
+                retriever=registry.create("retriever", settings.retriever, settings),
+                reranker=registry.create("vectors", settings.vectors, settings),
+                dictionary=registry.create("lexicon", settings.lexicon, settings),
+                judge_model=registry.create("judge", settings.judge, settings),
+                sources=tuple(
+                    registry.create("source", name, settings) for name in settings.candidate_sources
+                ),
+                linker=registry.create("linker", settings.entity_linker, settings),
+            )
 
     def estimate_pairs(self, table: Table) -> int:
         """An upper-bound estimate of the judge pairs :meth:`perturb` costs for ``table``

@@ -14,7 +14,6 @@ change), so a command opens WordNet in a fraction of a second.
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import pickle
@@ -25,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cta import collector
 from cta.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -269,16 +269,11 @@ def _read_index(path: Path, key: tuple[Any, ...]) -> tuple[dict[str, Any], set[i
     when there is none, it is unreadable or it was made from other files."""
     # Some 150,000 small dicts: the cyclic collector, run on their way in, would take
     # three times as long as reading them (they hold no cycles).
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        with path.open("rb") as handle:
+        with collector.paused(), path.open("rb") as handle:
             stored = pickle.load(handle)
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, ValueError):
         return None  # none yet, or not one this code wrote: parsed again
-    finally:
-        if collecting:
-            gc.enable()
     if not isinstance(stored, tuple) or len(stored) != 3 or stored[0] != key:
         return None
     return stored[1], stored[2]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import logging
@@ -84,7 +85,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-__all__ = ["EXIT_USAGE", "build_parser", "main"]
+def run() -> int:
+    """The ``cta`` program: :func:`main`, then everything it loaded frozen for the exit.
+
+    A command's components (the thesaurus, WordNet's index, the entity schemas, the word
+    vectors' vocabulary…) are millions of small objects the process drops whole when it
+    ends; frozen (:func:`gc.freeze`), the cyclic collector's passes at interpreter shutdown
+    skip them instead of scanning them all: 1.3 s of a 5 s ``cta perturb`` on 2 cores.
+    Only the program does this, not :func:`main`, which tests and embedders call in a
+    process that goes on."""
+    code = main()
+    gc.freeze()
+    return code
+
+
+__all__ = ["EXIT_USAGE", "build_parser", "main", "run"]
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    raise SystemExit(run())
