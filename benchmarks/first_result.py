@@ -158,7 +158,8 @@ def _runtime_imports() -> None:
         from cta.runtimes import onnx_installed
         from cta.settings import get_settings
 
-        if get_settings().runtime != "torch" and onnx_installed():
+        runtime = getattr(get_settings(), "runtime", None)  # None: a tree without it
+        if runtime is not None and runtime != "torch" and onnx_installed():
             __import__("onnxruntime")
             __import__("tokenizers")
             return

@@ -103,6 +103,11 @@ def exported(model_dir: Path, task: Task, cache_dir: Path) -> Path:
         try:
             _export(model_dir, task, partial)
             os.replace(partial, target)
+        except Exception as exc:  # torch's exporter raises many kinds; say which model failed
+            raise DeviceError(
+                f"cannot export {model_dir} to ONNX ({type(exc).__name__}: {exc}); "
+                "CTA_RUNTIME=torch runs it in torch instead"
+            ) from exc
         finally:
             partial.unlink(missing_ok=True)
     return target
