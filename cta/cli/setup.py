@@ -59,8 +59,10 @@ def _run(args: argparse.Namespace) -> int:
     judge = settings.resolved_judge_model()
     if settings.judge_model is None and not (Path(judge) / "config.json").is_file():
         return error(f"setup: the shipped judge is missing at {judge} (is this a full clone?)")
-    loaded = registry.create("judge", settings.judge, settings)
-    runtime = getattr(getattr(loaded, "model", None), "runtime", None)
+    runtime = None
+    if Path(judge).is_dir():  # loaded once: exported to ONNX here on the CPU (a hub name waits)
+        loaded = registry.create("judge", settings.judge, settings)
+        runtime = getattr(getattr(loaded, "model", None), "runtime", None)
     print(f"  judge: {judge}" + (f" ({runtime})" if runtime else ""))
     encoder = registry.create("encoder", settings.encoder, settings)  # exported here too
 
