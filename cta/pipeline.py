@@ -358,15 +358,22 @@ class Pipeline:
                 should_stop=should_stop,
             )
         )
-        backward_needed.update(dict.fromkeys(asked))
+        # Association needs the asked pairs both ways; a candidate's own pair backward (its
+        # e2, when the asked pair is another) only once it is associated.
         backward_needed.update(dict.fromkeys(asked.values()))
         backward = self._probabilities(backward_needed, reverse=True, should_stop=should_stop)
+
+        def judge_backward(pairs: Iterable[PairKey]) -> dict[PairKey, tuple[float, float]]:
+            return self._probabilities(pairs, reverse=True, should_stop=should_stop)
+
+        # Association first: per target, the best add_top_k associated candidates not
+        # equivalent to it; only those meet the check against every column (pass 2).
+        association = add_rule.keep_most_associated(
+            plans, rule, asked, forward, backward, judge_backward
+        )
         scores: dict[PairKey, tuple[float, float | None]] = {
             key: (forward[key][0], backward[key][0] if key in backward else None) for key in first
         }
-        # Association first: per target, the best add_top_k associated candidates not
-        # equivalent to it; only those meet the check against every column (pass 2).
-        association = add_rule.keep_most_associated(plans, rule, asked, forward, backward)
 
         def entail(pairs: Iterable[PairKey], reverse: bool) -> dict[PairKey, float]:
             return self._entail(pairs, reverse=reverse, should_stop=should_stop)

@@ -182,3 +182,44 @@ def test_the_pipeline_applies_the_name_rules(
     plan = tiny_pipeline._plan(table, 0)
     proposed = {c.name for names in plan.add.values() for c in names}
     assert proposed and not proposed & {c.name for c in leaks}
+
+
+def test_own_backward_asked_only_once_associated() -> None:
+    """A candidate whose association is asked in its target's type (its own type differs)
+    gets its own pair's backward score (e2) only once it is associated: the pairs of the
+    others are never judged (the judge-pair budget of issue 35), and what is kept is the same."""
+    from cta.judge import add_rule
+    from cta.judge.decide import DecisionRule
+    from cta.judge.protocol import PairKey
+    from cta.results import Candidate
+
+    table = Table.parse(BOOKS)
+    target = next(c for c in table.columns if c.name == "title")
+    near = Candidate(name="subtitle", type="number", score=1.0, source="entity-schema")
+    far = Candidate(name="weather", type="number", score=1.0, source="retriever")
+
+    @dataclasses.dataclass
+    class Plan:
+        table: Table
+        entity: str
+        add: dict[str, list[Candidate]]
+
+    plan = Plan(table, "book", {c.name: [] for c in table.targets()})
+    plan.add["title"] = [near, far]
+    rule = DecisionRule(add_association=0.5, add_top_k=8)
+    keys = {c.name: PairKey.of("book", target, c) for c in (near, far)}
+    asked = {k: k._replace(candidate_type=target.type) for k in keys.values()}
+    forward = {k: (0.1, 0.1) for k in keys.values()}
+    forward.update({asked[keys["subtitle"]]: (0.1, 0.9), asked[keys["weather"]]: (0.1, 0.1)})
+    backward = {asked[keys["subtitle"]]: (0.1, 0.9), asked[keys["weather"]]: (0.1, 0.1)}
+    judged: list[PairKey] = []
+
+    def judge_backward(pairs: object) -> dict[PairKey, tuple[float, float]]:
+        out = {k: (0.1, 0.5) for k in pairs}  # type: ignore[attr-defined]
+        judged.extend(out)
+        return out
+
+    values = add_rule.keep_most_associated([plan], rule, asked, forward, backward, judge_backward)
+    assert judged == [keys["subtitle"]]
+    assert [c.name for c in plan.add["title"]] == ["subtitle"]
+    assert values[keys["weather"]] < 0.5 <= values[keys["subtitle"]]

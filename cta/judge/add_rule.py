@@ -261,13 +261,18 @@ def keep_most_associated(
     rule: DecisionRule,
     asked: Mapping[PairKey, PairKey],
     forward: Mapping[PairKey, tuple[float, float]],
-    backward: Mapping[PairKey, tuple[float, float]],
+    backward: dict[PairKey, tuple[float, float]],
+    judge_backward: Callable[[Iterable[PairKey]], Mapping[PairKey, tuple[float, float]]]
+    | None = None,
 ) -> dict[PairKey, float]:
     """Keep, per target, the best ``add_top_k`` candidates that are associated with it and not
     equivalent to it (``plan.add`` narrowed in place); the association of every pair asked.
 
     ``asked``: :func:`association_pairs`; ``forward``/``backward``: the judge's
-    (P(entailment), P(neutral)) of those pairs both ways. Order: the rank group (the linked
+    (P(entailment), P(neutral)) of those pairs both ways. A candidate's own pair backward
+    (its e2 against the target) is asked only once it is associated, where the asked pair is
+    another (its type differs): ``judge_backward`` scores those missing from ``backward`` in
+    one call across every table and adds them to it. Order: the rank group (the linked
     schema's names first: the target's facet, then the rest), then most associated first
     (unknown association, NaN, last), then by name. Under the paper's rule (nothing asked)
     the lists stay as proposed.
@@ -275,9 +280,10 @@ def keep_most_associated(
     values: dict[PairKey, float] = {}
     if not asked:
         return values
+    associated: list[list[tuple[float, Candidate, PairKey]]] = []
     for plan in plans:
         for target in plan.table.targets():
-            kept: list[tuple[float, Candidate]] = []
+            found = []
             for cand in plan.add[target.name]:
                 key = PairKey.of(plan.entity, target, cand)
                 if key not in asked:
@@ -285,10 +291,22 @@ def keep_most_associated(
                 typed = asked[key]
                 value = association(forward[typed][1], backward[typed][1])
                 values[key] = value
-                if rule.is_add_against(forward[key][0], backward[key][0]) and (
-                    rule.is_associated(value)
-                ):
-                    kept.append((value, cand))
+                if rule.is_associated(value):
+                    found.append((value, cand, key))
+            associated.append(found)
+    missing = dict.fromkeys(k for found in associated for _, _, k in found if k not in backward)
+    if missing:
+        if judge_backward is None:
+            raise KeyError(f"{len(missing)} ADD pairs without their backward score")
+        backward.update(judge_backward(missing))
+    lists = iter(associated)
+    for plan in plans:
+        for target in plan.table.targets():
+            kept = [
+                (value, cand)
+                for value, cand, key in next(lists)
+                if rule.is_add_against(forward[key][0], backward[key][0])
+            ]
             kept.sort(
                 key=lambda vc: (
                     _GROUP_LAST if vc[1].rank_group is None else vc[1].rank_group,
