@@ -132,6 +132,7 @@ class NaivePipeline:
         own = {name_key(c.name) for c in table.columns}
         names = table.column_names
         same_meaning = self.pipeline.same_meaning
+        part_of = self.pipeline.part_of
         linker = self.pipeline.linker if link.schema_ is not None else None
 
         def belongs(cand: Candidate, new_column: bool = False) -> bool:
@@ -160,7 +161,7 @@ class NaivePipeline:
                 for c in _union(pool.associated, pool.retrieved, own=own)
                 if belongs(c, new_column=True)
                 and add_name_problem(c.name, c.source == "retriever", names, entity) is None
-                and is_new_column(c.name, names, entity, same_meaning)
+                and is_new_column(c.name, names, entity, same_meaning, part_of)
                 # domain support: a retrieved name from a table of the query's domain only
                 and (
                     c.shared_columns is None or c.shared_columns >= settings.add_min_shared_columns

@@ -182,6 +182,18 @@ class NameEquivalence(Protocol):
 
 
 @runtime_checkable
+class NamePart(Protocol):
+    """Knows column names one of which holds a component of the other's values (WordNet:
+    ``first name`` / ``employee name``): the ADD guard asks every component that implements
+    it (:func:`cta.judge.add_rule.add_clash`, ``part_of``)."""
+
+    def part_of(self, part: str, whole: str, entity: str | None = None) -> bool:
+        """Whether the column ``part`` holds a part of the column ``whole``'s values in a table
+        of ``entity``."""
+        ...
+
+
+@runtime_checkable
 class AddCandidates(Protocol):
     """Replaces the ADD candidates of a target column (the "without retriever" ablation of
     ADVETA Table 5: ADD names from word-embedding neighbours instead of retrieved tables)."""

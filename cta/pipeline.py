@@ -25,13 +25,14 @@ from cta.components import (
     EntityLinker,
     KnownNames,
     NameEquivalence,
+    NamePart,
     Reranker,
     Retriever,
     TableLink,
 )
 from cta.context import primary_entity as find_primary_entity
 from cta.judge import add_rule
-from cta.judge.add_rule import SameMeaning
+from cta.judge.add_rule import PartOf, SameMeaning
 from cta.judge.decide import DecisionRule
 from cta.judge.protocol import Judge, PairKey
 from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
@@ -164,6 +165,13 @@ class Pipeline:
         """The components that know names of the same column (the ADD guard asks them)."""
         components: list[object] = [*self.sources, self.dictionary]
         return [c.same_meaning for c in components if isinstance(c, NameEquivalence)]
+
+    @property
+    def part_of(self) -> list[PartOf]:
+        """The components that know a name holding a part of a column's values (the ADD guard
+        asks them)."""
+        components: list[object] = [*self.sources, self.dictionary]
+        return [c.part_of for c in components if isinstance(c, NamePart)]
 
     @property
     def entailment_model(self) -> EntailmentModel:
@@ -430,6 +438,7 @@ class Pipeline:
         )
         own = {name_key(c.name) for c in table.columns}
         same_meaning = self.same_meaning
+        part_of = self.part_of
         linker = self.linker if link.schema_ is not None else None
 
         def fits(cand: Candidate, new_column: bool = False) -> bool:
@@ -456,6 +465,7 @@ class Pipeline:
                 fits=lambda c: fits(c, new_column=True),
                 same_meaning=same_meaning,
                 min_shared_columns=self.settings.add_min_shared_columns,
+                part_of=part_of,
             )
         if self.add_source is not None:
             for target in table.targets():

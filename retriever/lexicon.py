@@ -214,6 +214,36 @@ class WordNetReplacer:
         head = i == head_index(words_a)
         return self._related(words_a[i], words_b[i], head=head)
 
+    def part_of(self, part: str, whole: str, entity: str | None = None) -> bool:
+        """Whether WordNet reads the column ``part`` as holding a component of the values of
+        the column ``whole``, so that it is no new column beside it: a dominant sense of
+        ``part`` (one word or a WordNet collocation) is a *part* of a sense of the whole's head
+        noun (``zip code`` / ``address``), or — when ``whole`` names the row's own such thing
+        (nothing but ``entity``'s words before its head: ``name``, ``employee name`` in a table
+        of employees) — a *kind* of it one level down, which a value of the whole is made of
+        (``first name``, ``surname``, ``middle name`` / ``employee name``). Another thing's
+        name is no whole of it (``first name`` / ``manager name``), and a part must name a
+        sense of its own (``birth date`` is no WordNet noun: ``hire date`` stays apart).
+        A :class:`cta.components.NamePart`."""
+        words_p, words_w = name_words(part), name_words(whole)
+        if not words_p or not words_w or words_p == words_w:
+            return False
+        at = head_index(words_w)
+        head = words_w[at]
+        if head in words_p[:-1]:
+            return False  # the whole's head as a modifier (``name day``): another thing
+        dominant = SenseChoice(head=True, max_senses=self.max_senses or 2)
+        mine = [s for s, _, _ in self.senses("_".join(words_p), _HEAD_POS, dominant)]
+        wholes = {s for s, _, _ in self.senses(head, _HEAD_POS, SenseChoice(head=True))}
+        if not mine or not wholes:
+            return False
+        if any(h in wholes for s in mine for h in s.part_holonyms()):
+            return True
+        own = set(name_words(entity or ""))
+        if not set(words_w[:at]) <= own or words_w[at + 1 :]:
+            return False
+        return any(h in wholes for s in mine for h in s.hypernyms())
+
     def _related(self, x: str, y: str, head: bool) -> bool:
         return bool(self._related_cached(x, y, head))
 

@@ -5,7 +5,8 @@ table of a call; the thresholds are :class:`~cta.judge.decide.DecisionRule`'s.
 1. **Candidates** (:func:`candidates`): the candidate sources' associated names and the
    retrieved ones, first of each name, less any the table already has, any outside the linked
    schema's domain, any whose name already names a column of the table (:func:`add_clash`:
-   ``year`` beside ``publication year``, ``wage`` beside ``salary``), any that is no column
+   ``year`` beside ``publication year``, ``wage`` beside ``salary``) or a part of one
+   (``first name`` beside ``employee name``), any that is no column
    one adds (:func:`add_name_problem`: a flattened header, a foreign key), and any retrieved
    name that no retrieved table of the query's domain holds (``add_min_shared_columns``).
    A name is kept out before the judge when its *name* settles it: a judge that misses such a
@@ -42,6 +43,9 @@ _GROUP_LAST = 1_000
 
 #: a component's knowledge that two names are one column (the thesaurus, WordNet)
 SameMeaning = Callable[[str, str], bool]
+#: a component's knowledge that a name holds a part of a column's values (WordNet):
+#: ``(part, whole, entity)``
+PartOf = Callable[[str, str, str | None], bool]
 #: the judge's scores of pairs, in one direction (e1, or e2 with ``reverse``)
 Entail = Callable[[Iterable[PairKey], bool], dict[PairKey, float]]
 
@@ -75,6 +79,7 @@ def candidates(
     fits: Callable[[Candidate], bool],
     same_meaning: Sequence[SameMeaning],
     min_shared_columns: int,
+    part_of: Sequence[PartOf] = (),
 ) -> list[Candidate]:
     """The ADD candidates of one target column (stage 1), in the sources' order: associated
     names first, then the retrieved ones. ``fits``: the linked schema's domain check for a new
@@ -89,14 +94,14 @@ def candidates(
         if name_key(c.name) not in own
         and fits(c)
         and add_name_problem(c.name, c.source == "retriever", names, entity) is None
-        and is_new_column(c.name, names, entity, same_meaning)
+        and is_new_column(c.name, names, entity, same_meaning, part_of)
         and (c.shared_columns is None or c.shared_columns >= min_shared_columns)
     ]
 
 
 # The lexical guard: a name that already names a column of the table.
 AddClash = Literal[
-    "same_name", "sub_phrase", "entity_phrase", "restated", "same_time", "same_meaning"
+    "same_name", "sub_phrase", "entity_phrase", "restated", "same_time", "same_meaning", "part_of"
 ]
 # A column restated in a unit or per something (``price in pounds``, ``weight per unit``).
 _RESTATING = frozenset({"in", "per"})
@@ -107,6 +112,7 @@ def add_clash(
     column: str,
     entity: str | None = None,
     same_meaning: Sequence[SameMeaning] = (),
+    part_of: Sequence[PartOf] = (),
 ) -> AddClash | None:
     """Why the name of an ADD candidate already names ``column``, or ``None``.
 
@@ -120,7 +126,11 @@ def add_clash(
     * ``same_time``: both name when the same thing happened (``publication date`` /
       ``publication year``), or the candidate is a bare ``date`` beside such a column;
     * ``same_meaning``: one of ``same_meaning`` (the thesaurus, WordNet's dominant senses)
-      knows the two names as the same column (``wage`` / ``salary``, ``head`` / ``manager``).
+      knows the two names as the same column (``wage`` / ``salary``, ``head`` / ``manager``);
+    * ``part_of``: one of ``part_of`` (WordNet's meronyms, and the kinds of a thing the row's
+      own column names) reads the candidate as holding a part of the column's values: no
+      new column, the column already holds it (``first name``, ``surname`` beside ``employee
+      name``; ``zip code`` beside ``address``).
     """
     cand, col = _words(candidate), _words(column)
     if not cand or not col:
@@ -140,6 +150,8 @@ def add_clash(
         return "same_time"
     if any(knows(candidate, column) for knows in same_meaning):
         return "same_meaning"
+    if any(holds(candidate, column, entity) for holds in part_of):
+        return "part_of"
     return None
 
 
@@ -148,10 +160,11 @@ def is_new_column(
     columns: Sequence[str],
     entity: str | None = None,
     same_meaning: Sequence[SameMeaning] = (),
+    part_of: Sequence[PartOf] = (),
 ) -> bool:
     """The lexical half of the ADD rule: the candidate's name clashes with no column of the
     table (:func:`add_clash`); the judge's half is :func:`check_every_column`."""
-    return all(add_clash(candidate, c, entity, same_meaning) is None for c in columns)
+    return all(add_clash(candidate, c, entity, same_meaning, part_of) is None for c in columns)
 
 
 AddNameProblem = Literal["fragment", "foreign_id"]
