@@ -266,12 +266,26 @@ def read_config(model_dir: Path) -> dict[str, Any]:
     return _read_json(model_dir / "config.json")
 
 
-def pad_to_longest(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, mask)`` right-padded to the longest row."""
-    width = max((len(r) for r in rows), default=0)
-    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-    mask = np.zeros((len(rows), width), dtype=np.int64)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = row
-        mask[i, : len(row)] = 1
-    return ids, mask
+def pad_arrays(
+    features: Mapping[str, Any],
+    rows: Sequence[int],
+    pad_id: int,
+    multiple: int = 1,
+    min_rows: int = 0,
+) -> dict[str, np.ndarray]:
+    """Right-padded int64 arrays of the selected rows of tokenised texts or pairs
+    (``input_ids``, ``attention_mask`` …), as ``tokenizer.pad`` would make them without its
+    per-example Python overhead; ``features[key][i]`` is row ``i``'s list of ids. The width
+    is rounded up to ``multiple``; with ``min_rows``, copies of the first row fill the batch
+    up to that many rows (their outputs are to be dropped)."""
+    width = max(len(features["input_ids"][i]) for i in rows)
+    width = -(-width // multiple) * multiple
+    filled = list(rows) + [rows[0]] * max(0, min_rows - len(rows))
+    batch: dict[str, np.ndarray] = {}
+    for key, values in features.items():
+        fill = pad_id if key == "input_ids" else 0
+        array = np.full((len(filled), width), fill, dtype=np.int64)
+        for r, i in enumerate(filled):
+            array[r, : len(values[i])] = values[i]
+        batch[key] = array
+    return batch

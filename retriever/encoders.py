@@ -37,7 +37,7 @@ from cta.runtimes import (
     FastTokenizer,
     OnnxModel,
     exported,
-    pad_to_longest,
+    pad_arrays,
     read_config,
     resolve_runtime,
 )
@@ -203,12 +203,13 @@ class OnnxSentenceModel:
     def __init__(self, folder: Path, cache: Path) -> None:
         self.folder = folder
         config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
-        limit = int(read_config(folder).get("max_position_embeddings", 512))
+        model_config = read_config(folder)
+        limit = int(model_config.get("max_position_embeddings", 512))
         self.max_length = min(int(config.get("max_seq_length") or limit), limit)
         self.lower = bool(config.get("do_lower_case", False))
         self.tokenizer = FastTokenizer(folder)
         self.onnx = OnnxModel(exported(folder, "feature-extraction", cache))
-        self.dim = int(read_config(folder).get("hidden_size", 0))
+        self.dim = int(model_config.get("hidden_size", 0))
 
     @staticmethod
     def supports(folder: Path) -> bool:
@@ -233,19 +234,15 @@ class OnnxSentenceModel:
         texts = [t.strip().lower() if self.lower else t.strip() for t in texts]
         encoded = self.tokenizer(texts, truncation=True, max_length=self.max_length)
         rows: list[list[int]] = encoded["input_ids"]
-        types: list[list[int]] = encoded["token_type_ids"]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # longest first, as sentence-transformers batches; padding is masked out of the mean
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
         pad = self.tokenizer.pad_token_id or 0
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            ids, mask = pad_to_longest([rows[i] for i in chunk], pad)
-            type_ids, _ = pad_to_longest([types[i] for i in chunk], 0)
-            hidden = self.onnx(
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": type_ids}
-            )
-            weights = mask[:, :, None].astype(np.float32)
+            batch = pad_arrays(encoded, chunk, pad)
+            hidden = self.onnx(batch)
+            weights = batch["attention_mask"][:, :, None].astype(np.float32)
             summed = (hidden * weights).sum(axis=1)
             out[chunk] = summed / np.maximum(weights.sum(axis=1), 1e-9)
         return out

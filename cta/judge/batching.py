@@ -3,8 +3,8 @@ canonical batches that make a pair's score independent of its company.
 
 :class:`PairEncoder` joins cached per-text ids with the tokenizer's own pair template
 (:class:`PairTemplate`, learnt and checked at load); :func:`canonical_batches` and
-:func:`pad_arrays` group and pad rows as :class:`cta.judge.nli.HFEntailmentModel` runs them
-(the training loop pads with :func:`pad_batch`, the same as torch tensors).
+:func:`cta.runtimes.pad_arrays` group and pad rows as :class:`cta.judge.nli.HFEntailmentModel`
+runs them (the training loop pads with :func:`pad_batch`, the same as torch tensors).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from cta.lru import LRUCache
+from cta.runtimes import pad_arrays
 
 if TYPE_CHECKING:
     import torch
@@ -48,31 +47,6 @@ def canonical_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]
     return batches
 
 
-def pad_arrays(
-    features: Mapping[str, Any],
-    rows: Sequence[int],
-    pad_id: int,
-    multiple: int = 1,
-    min_rows: int = 0,
-) -> dict[str, np.ndarray]:
-    """Right-padded int64 arrays of the selected rows of tokenised pairs (``input_ids``,
-    ``attention_mask`` …), as ``tokenizer.pad`` would make them without its per-example
-    Python overhead; ``features[key][i]`` is row ``i``'s list of ids. The width is rounded
-    up to ``multiple``; with ``min_rows``, copies of the first row fill the batch up to that
-    many rows (their outputs are to be dropped)."""
-    width = max(len(features["input_ids"][i]) for i in rows)
-    width = -(-width // multiple) * multiple
-    filled = list(rows) + [rows[0]] * max(0, min_rows - len(rows))
-    batch: dict[str, np.ndarray] = {}
-    for key, values in features.items():
-        fill = pad_id if key == "input_ids" else 0
-        array = np.full((len(filled), width), fill, dtype=np.int64)
-        for r, i in enumerate(filled):
-            array[r, : len(values[i])] = values[i]
-        batch[key] = array
-    return batch
-
-
 def pad_batch(
     features: Mapping[str, Any],
     rows: Sequence[int],
@@ -81,7 +55,7 @@ def pad_batch(
     min_rows: int = 0,
     pin: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """:func:`pad_arrays` as torch tensors; ``pin``: in page-locked memory, so a copy to a
+    """:func:`cta.runtimes.pad_arrays` as torch tensors; ``pin``: in page-locked memory, so a copy to a
     GPU can overlap the host's work."""
     import torch
 

@@ -25,13 +25,20 @@ from cta.judge.batching import (
     CANONICAL_ROWS,
     PairEncoder,
     canonical_batches,
-    pad_arrays,
 )
 from cta.judge.decide import association
 from cta.lru import LRUCache
 from cta.registry import register
 from cta.results import JudgeColumn, JudgePair
-from cta.runtimes import FastTokenizer, OnnxModel, Runtime, exported, read_config, resolve_runtime
+from cta.runtimes import (
+    FastTokenizer,
+    OnnxModel,
+    Runtime,
+    exported,
+    pad_arrays,
+    read_config,
+    resolve_runtime,
+)
 from cta.settings import Settings
 from cta.words import column_words
 
