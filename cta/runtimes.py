@@ -4,11 +4,12 @@ The judge and the table encoder are Hugging Face BERT-style checkpoints. On a GP
 precision other than fp32, they run in torch. On the CPU at fp32 — the reference every golden
 output is measured with — ``runtime="auto"`` runs them in ONNX Runtime instead: the same
 weights, exported once to ONNX (:func:`exported`), scored with the same canonical batches. It
-answers the same as torch (logits within ~1e-5, far inside the goldens' 1e-4 and the 0.0147
-margin of the nearest decision, ``docs/cli.md``), about twice as fast on two cores, and a
-command that uses it never imports torch or transformers: they cost ~2–4 s of imports, which
-dominated a first result (``benchmarks/results/first_result.md``). ``runtime="torch"`` keeps
-the eager path on the CPU too; ``runtime="onnx"`` insists on ONNX Runtime.
+answers the same as torch (logits within ~1e-5, far inside the goldens' 1e-4 and the margin of
+the nearest decision: 0.0013 over their 691 scores, ``docs/cli.md``), about twice as fast on
+two cores, and a command that uses it never imports torch or transformers: they cost ~2–4 s of
+imports, which dominated a first result (``benchmarks/results/first_result.md``).
+``runtime="torch"`` keeps the eager path on the CPU too; ``runtime="onnx"`` insists on ONNX
+Runtime.
 
 An exported model lives under ``<home>/onnx/`` (``cta setup`` writes the shipped judge's and
 MiniLM's), keyed by the checkpoint's files (name, size, mtime) and the export format; a missing

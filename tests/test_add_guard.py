@@ -69,3 +69,37 @@ def test_a_new_column_clashes_with_no_column_of_the_table() -> None:
     assert not is_new_column(
         "wage", [*columns, "salary"], "book", [lambda a, b: {a, b} == {"wage", "salary"}]
     )
+
+
+def test_one_new_column_spelled_twice_by_two_sources_is_proposed_once() -> None:
+    """``birth date`` from the entity schema and ``date of birth`` from the thesaurus name one
+    new column: it is a candidate once, as the better-ranked source spells it; a different
+    column of the same sources stays."""
+    from cta.judge.add_rule import candidates
+    from cta.results import Candidate, ColumnCandidates
+    from cta.table import Table
+
+    def named(name: str, source: str, score: float) -> Candidate:
+        return Candidate.model_validate(
+            {"name": name, "type": "time", "score": score, "source": source}
+        )
+
+    table = Table.model_validate(
+        {"name": "employees", "columns": [{"name": "employee name"}, {"name": "salary"}]}
+    )
+    column = ColumnCandidates(
+        column="employee name",
+        associated=[
+            named("birth date", "entity-schema", 1.0),
+            named("hire date", "entity-schema", 0.9),
+            named("Date of Birth", "thesaurus", 0.8),
+            named("hire dates", "thesaurus", 0.7),
+        ],
+    )
+    kept = candidates(
+        column, table, "employee", fits=lambda c: True, same_meaning=(), min_shared_columns=1
+    )
+    assert [(c.name, c.source) for c in kept] == [
+        ("birth date", "entity-schema"),
+        ("hire date", "entity-schema"),
+    ]

@@ -82,21 +82,30 @@ def candidates(
     part_of: Sequence[PartOf] = (),
 ) -> list[Candidate]:
     """The ADD candidates of one target column (stage 1), in the sources' order: associated
-    names first, then the retrieved ones. ``fits``: the linked schema's domain check for a new
+    names first, then the retrieved ones, each new column once however the sources spell it
+    (:func:`add_clash`'s ``same_name``). ``fits``: the linked schema's domain check for a new
     column (a name of another kind of row, or only of other domains' tables, does not fit)."""
     own = {name_key(c.name) for c in table.columns}
     names = table.column_names
-    # A retrieved name is added only from a table of the query's domain (one sharing at least
-    # this many of its columns); names of the other sources carry no such count.
-    return [
-        c
-        for c in first_of_each_name(column.associated, column.retrieved)
-        if name_key(c.name) not in own
-        and fits(c)
-        and add_name_problem(c.name, c.source == "retriever", names, entity) is None
-        and is_new_column(c.name, names, entity, same_meaning, part_of)
-        and (c.shared_columns is None or c.shared_columns >= min_shared_columns)
-    ]
+    kept: list[Candidate] = []
+    spelled: set[tuple[str, ...]] = set()
+    for c in first_of_each_name(column.associated, column.retrieved):
+        # One new column spelled twice (``date of birth`` after ``birth date``, from two
+        # sources) is proposed once, as the better-ranked source spells it.
+        if _words(c.name) in spelled:
+            continue
+        # A retrieved name is added only from a table of the query's domain (one sharing at
+        # least this many of its columns); names of the other sources carry no such count.
+        if (
+            name_key(c.name) not in own
+            and fits(c)
+            and add_name_problem(c.name, c.source == "retriever", names, entity) is None
+            and is_new_column(c.name, names, entity, same_meaning, part_of)
+            and (c.shared_columns is None or c.shared_columns >= min_shared_columns)
+        ):
+            kept.append(c)
+            spelled.add(_words(c.name))
+    return kept
 
 
 # The lexical guard: a name that already names a column of the table.
