@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     import onnxruntime
     from tokenizers import Tokenizer
 
-RuntimeSetting = Literal["auto", "torch", "onnx"]
 Runtime = Literal["torch", "onnx"]
 Task = Literal["sequence-classification", "feature-extraction"]
 

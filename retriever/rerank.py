@@ -72,8 +72,6 @@ def load_vectors(path: Path | str) -> KeyedVectors:
     Raises :class:`VectorsMissingError` if the file is absent and
     :class:`VectorsFormatError` for an unknown suffix or malformed content.
     """
-    from gensim.models import KeyedVectors  # noqa: F401  (imported here: ~0.7 s of scipy)
-
     path = Path(path)
     if not path.is_file():
         raise VectorsMissingError(f"word-vector file {path} does not exist")

@@ -216,7 +216,7 @@ def _run(args: argparse.Namespace) -> int:
 
         hf_logging.disable_progress_bar()
     try:
-        # deferred: the shipped components register on import (gensim, numpy)
+        # deferred: the shipped components register on import
         import cta.providers  # noqa: F401
 
         # The judge CTA_JUDGE names, built as the pipeline builds it.
