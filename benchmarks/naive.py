@@ -2,9 +2,8 @@
 
 Same stages, components and rules as :class:`cta.pipeline.Pipeline`: the primary entity, the
 table's entity link, the product's candidate pools (retriever and reranker, dictionary,
-candidate sources), the names of another kind of row than the linked one dropped
-(``linker.contradicts``) and, as new columns, the headers only other domains have
-(``linker.belongs_elsewhere``) — the linked schema's own names kept —, the lexical ADD guards
+candidate sources), the product's filters of the link and of renames
+(:func:`cta.pipeline.fits_link`, :func:`cta.pipeline.renames`), the lexical ADD guards
 and the domain support of retrieved names, the same NLI checkpoint and :class:`DecisionRule` — with
 the association rule, each target keeps its ``add_top_k`` associated candidates by rank group,
 then association, then name, before the check against every column. It is written the obvious
@@ -26,16 +25,13 @@ from cta.context import primary_entity
 from cta.judge.add_rule import add_name_problem, is_new_column
 from cta.judge.decide import DecisionRule
 from cta.judge.nli import render
-from cta.pipeline import Pipeline
+from cta.pipeline import Pipeline, fits_link, renames
 from cta.results import Candidate
 from cta.table import Column, Table
 from cta.words import name_key
 
 # A decision as compared between implementations: per column, RPL names and ADD names.
 Decisions = dict[str, tuple[list[str], list[str]]]
-
-#: the candidate source of the linked entity schema, whose names a link never contradicts
-SCHEMA_SOURCE = "entity-schema"
 
 
 class SinglePairJudge(Protocol):
@@ -135,15 +131,6 @@ class NaivePipeline:
         part_of = self.pipeline.part_of
         linker = self.pipeline.linker if link.schema_ is not None else None
 
-        def belongs(cand: Candidate, new_column: bool = False) -> bool:
-            """Not a name of another kind of row than the linked one, nor, as a new column, a
-            header only other domains' tables have."""
-            if linker is None or cand.source == SCHEMA_SOURCE:
-                return True
-            if new_column and linker.belongs_elsewhere(link, cand.name):
-                return False
-            return not linker.contradicts(link, cand.name)
-
         def text(name: str, type_: str) -> str:
             return render(settings.judge_template, entity, name, type_)
 
@@ -154,12 +141,12 @@ class NaivePipeline:
             rpl_cands = [
                 c
                 for c in _union(pool.equivalent, pool.retrieved, pool.dictionary, own=own)
-                if belongs(c)
+                if renames(link, linker, target, c)
             ]
             add_cands = [
                 c
                 for c in _union(pool.associated, pool.retrieved, own=own)
-                if belongs(c, new_column=True)
+                if fits_link(link, linker, c, new_column=True)
                 and add_name_problem(c.name, c.source == "retriever", names, entity) is None
                 and is_new_column(c.name, names, entity, same_meaning, part_of)
                 # domain support: a retrieved name from a table of the query's domain only

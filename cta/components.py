@@ -79,6 +79,27 @@ class TableLink(BaseModel):
         """The linked entity (None: not linked)."""
         return self.schema_.entity if self.schema_ is not None else None
 
+    def names_other_column(self, column: str, name: str) -> bool:
+        """Whether the linked schema holds ``name`` as a header of another column than the one
+        ``column`` aligns with, and not of that one: by the schema, ``name`` is a different
+        column of such tables (two columns of one entity never mean the same), so no rename of
+        ``column`` (an employee's ``office``, the schema's ``location``, is no ``position``:
+        that is its ``job title``). False for a column that aligns with nothing."""
+        aligned = self.alignment.get(column)
+        if aligned is None or self.schema_ is None:
+            return False
+        owners = self.schema_.columns_named(name)
+        return bool(owners) and aligned.column not in owners
+
+    def names_aligned_column(self, name: str, besides: str | None = None) -> bool:
+        """Whether ``name`` is a header of a schema column that some table column (other than
+        ``besides``) aligns with: that column under another name, so no new column (``date of
+        birth`` beside a ``birth date``) and no rename of another column."""
+        if self.schema_ is None:
+            return False
+        owners = self.schema_.columns_named(name)
+        return any(a.column in owners for column, a in self.alignment.items() if column != besides)
+
 
 @runtime_checkable
 class EntityLinker(Protocol):

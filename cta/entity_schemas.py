@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,19 @@ class EntitySchema(BaseModel):
 
     def facets(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c.facet for c in self.columns))
+
+    def columns_named(self, name: str) -> frozenset[str]:
+        """The columns one of whose headers has ``name``'s :func:`name_key` (more than one for
+        a generic header such as ``date``; none for a name the schema does not hold)."""
+        return self._owners.get(name_key(name), frozenset())
+
+    @cached_property
+    def _owners(self) -> dict[str, frozenset[str]]:
+        owners: dict[str, set[str]] = {}
+        for column in self.columns:
+            for header in column.headers():
+                owners.setdefault(name_key(header), set()).add(column.name)
+        return {key: frozenset(names) for key, names in owners.items()}
 
 
 class EntitySchemas:

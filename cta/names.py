@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Literal
 
 from cta.table import ColumnType
-from cta.words import camel_parts, lemmas, name_words, word_zipf
+from cta.words import camel_parts, lemmas, name_key, name_words, word_zipf
 
 __all__ = [
     "EVENT_TIME_HEADS",
@@ -344,3 +344,18 @@ def name_type(name: str) -> ColumnType | None:
     if head in _TEXT_HEADS:
         return ColumnType.TEXT
     return None
+
+
+#: heads of a key column: a name ending in one names an identifier of the thing before it
+KEY_HEADS = frozenset({"id", "identifier", "code", "key"})
+
+
+def names_key_of(candidate: str, column: str) -> bool:
+    """Whether ``candidate`` names the key of what ``column`` names, which holds no key: the
+    column's words, maybe after other words, then a key head (``department id`` for
+    ``department``, ``employee address id`` for ``address``). A key and the thing's name are
+    two columns, so no rename; beside the column, one new column (the key)."""
+    cand, col = name_key(candidate).split(), name_key(column).split()
+    if len(cand) <= len(col) or not col or cand[-1] not in KEY_HEADS or col[-1] in KEY_HEADS:
+        return False
+    return cand[-1 - len(col) : -1] == col

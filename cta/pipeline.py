@@ -35,7 +35,14 @@ from cta.judge import add_rule
 from cta.judge.add_rule import PartOf, SameMeaning
 from cta.judge.decide import DecisionRule
 from cta.judge.protocol import Judge, PairKey
-from cta.names import NameStyle, is_natural_name, name_type, restyle, table_style
+from cta.names import (
+    NameStyle,
+    is_natural_name,
+    name_type,
+    names_key_of,
+    restyle,
+    table_style,
+)
 from cta.pool import first_of_each_name, natural_pool, shared_columns
 from cta.results import (
     Candidate,
@@ -442,22 +449,15 @@ class Pipeline:
         linker = self.linker if link.schema_ is not None else None
 
         def fits(cand: Candidate, new_column: bool = False) -> bool:
-            """A name of another kind of row than the linked one does not belong, nor, as a new
-            column, one that only tables of other domains have (the linked schema's own names
-            always belong)."""
-            return (
-                linker is None
-                or cand.source == _SCHEMA_SOURCE
-                or not (
-                    linker.contradicts(link, cand.name)
-                    or (new_column and linker.belongs_elsewhere(link, cand.name))
-                )
-            )
+            return fits_link(link, linker, cand, new_column)
 
         for col in report.columns:
             # A rename needs no domain support: the judge's entailment decides it.
             rpl = first_of_each_name(col.equivalent, col.retrieved, col.dictionary)
-            plan.rpl[col.column] = [c for c in rpl if name_key(c.name) not in own and fits(c)]
+            target = table.column(col.column)
+            plan.rpl[col.column] = [
+                c for c in rpl if name_key(c.name) not in own and renames(link, linker, target, c)
+            ]
             plan.add[col.column] = add_rule.candidates(
                 col,
                 table,
@@ -548,6 +548,40 @@ class Pipeline:
             for entity, a, b in pairs
         ]
         return [score.verdict == "RPL" for score in self.judge(judged)] if judged else []
+
+
+def fits_link(
+    link: TableLink, linker: EntityLinker | None, cand: Candidate, new_column: bool = False
+) -> bool:
+    """Whether a candidate fits the table's entity link (always, unlinked: ``linker`` None).
+
+    A name of another kind of row than the linked one does not fit, nor, as a new column, one
+    that only tables of other domains have, or that the linked schema holds as a header of a
+    column some table column aligns with (that column under another name: ``date of birth``
+    beside a ``birth date``). The linked schema's own names always fit."""
+    if linker is None or link.schema_ is None or cand.source == _SCHEMA_SOURCE:
+        return True
+    if linker.contradicts(link, cand.name):
+        return False
+    return not new_column or not (
+        linker.belongs_elsewhere(link, cand.name) or link.names_aligned_column(cand.name)
+    )
+
+
+def renames(link: TableLink, linker: EntityLinker | None, target: Column, cand: Candidate) -> bool:
+    """Whether a rename candidate of ``target`` may go to the judge. The linked schema's own
+    headers always may (they hold the same values); any other name fits the link
+    (:func:`fits_link`), names no key of a column that holds no numbers (``department id``
+    for a ``department`` of names: :func:`cta.names.names_key_of`), and is no header the
+    linked schema holds for another column than the one ``target`` aligns with
+    (:meth:`TableLink.names_other_column`)."""
+    if cand.source == _SCHEMA_SOURCE:
+        return True
+    if target.type != ColumnType.NUMBER and names_key_of(cand.name, target.name):
+        return False
+    if not fits_link(link, linker, cand):
+        return False
+    return linker is None or not link.names_other_column(target.name, cand.name)
 
 
 def _check_stop(should_stop: StopCheck | None) -> None:

@@ -14,6 +14,7 @@ table of books → ``title``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
@@ -26,7 +27,10 @@ from cta.settings import Settings
 from cta.table import ColumnType
 from cta.words import inflect, lemmas, name_key, singular
 
-__all__ = ["ThesaurusSource", "name_variants"]
+__all__ = ["ThesaurusSource", "name_variants", "other_sense"]
+
+
+_OPTIONAL_PLURAL = re.compile(r"\((?:e?s)\)$")
 
 
 @lru_cache(maxsize=50_000)
@@ -38,16 +42,19 @@ def _number_forms(word: str) -> tuple[str, ...]:
 
 def name_variants(name: str, entity: str | None = None) -> Iterator[str]:
     """Keys a column name may be found under, best first: its :func:`name_key`, with the last
-    word singular or plural, and without the entity's words in front (``book title`` → ``title``
-    for the entity ``book``)."""
+    word singular or plural (an optional plural ending dropped: ``driver(s)`` → ``driver``),
+    and without the entity's words in front (``book title`` → ``title`` for the entity
+    ``book``)."""
     key = name_key(name)
     if not key:
         return
     seen = {key}
     yield key
-    keys = [key]
+    # A plural written as an optional ending (``driver(s)``, ``episode(s)``) is the word.
+    bare = _OPTIONAL_PLURAL.sub("", key)
+    keys = [key] if bare == key or not bare else [bare]
     entity_words = name_key(entity).split() if entity else []
-    words = key.split()
+    words = keys[0].split()
     if entity_words and len(words) > len(entity_words):
         for n in (len(entity_words), 1):
             head = words[:n]
@@ -56,7 +63,8 @@ def name_variants(name: str, entity: str | None = None) -> Iterator[str]:
                 break
     for base in keys:
         *front, last = base.split()
-        for variant in (base, *(" ".join([*front, form]) for form in _number_forms(last))):
+        forms = _number_forms(last) if last.isalpha() else ()
+        for variant in (base, *(" ".join([*front, form]) for form in forms)):
             if variant not in seen:
                 seen.add(variant)
                 yield variant
@@ -95,7 +103,7 @@ class ThesaurusSource:
         ``score`` is the list order (1.0, 0.9, …); ``provenance`` names the header.
         """
         entry = self.entry(context.name, context.entity)
-        if entry is None:
+        if entry is None or other_sense(entry, context):
             return SourceProposal()
         provenance = f"thesaurus:{entry.name}"
         equivalent = [
@@ -139,6 +147,29 @@ class ThesaurusSource:
             return implied
         own = self._by_key.get(name_key(name))
         return own.type if own is not None else ColumnType.TEXT
+
+
+def other_sense(entry: ThesaurusEntry, context: ColumnContext) -> bool:
+    """Whether the header's usual sense is not the column's in its linked table: the column
+    aligns by its header with a schema column, none of whose headers the entry lists, and some
+    of the entry's equivalent names are headers of the schema column that another column of
+    the table, of the same type, aligns with (an employee's ``office`` aligns with the schema's
+    ``location``; the thesaurus's ``office`` is a political office, ≡ ``position``, which the
+    schema holds as ``job title``, a column of the table). Then neither its renames nor its
+    associated names are the column's. Unlinked, or aligned only by word vectors: False."""
+    link = context.link
+    aligned = link.alignment.get(context.name) if link is not None else None
+    if link is None or link.schema_ is None or aligned is None or aligned.via != "header":
+        return False
+    owners = [link.schema_.columns_named(name) for name in entry.equivalent]
+    if any(aligned.column in found for found in owners):
+        return False
+    taken = {
+        a.column
+        for column, a in link.alignment.items()
+        if column != context.name and a.type == aligned.type
+    }
+    return any(found & taken for found in owners)
 
 
 def _order_score(i: int) -> float:

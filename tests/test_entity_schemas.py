@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from cta import registry
-from cta.components import CandidateSource, ColumnContext, EntityLinker, TableLink
+from cta.components import (
+    CandidateSource,
+    ColumnContext,
+    EntityLinker,
+    SourceProposal,
+    TableLink,
+)
 from cta.entity_schemas import (
     DEFAULT_DIR,
     EntitySchemasError,
@@ -18,7 +24,7 @@ from cta.entity_schemas import (
     read_entity_schemas,
 )
 from cta.pipeline import Pipeline
-from cta.results import PerturbOptions
+from cta.results import Candidate, PerturbOptions
 from cta.settings import SHIPPED_ENTITY_SCHEMAS, Settings
 from cta.table import ColumnType, Table
 from retriever.entity_linker import EntitySchemaLinker, EntitySchemaSource
@@ -357,6 +363,60 @@ def test_a_column_that_aligns_with_nothing_gets_no_schema_names(
     assert unlinked.associated == []
 
 
+def test_the_link_tells_a_header_of_another_column(linker: EntitySchemaLinker) -> None:
+    link = linker.link(BOOKS, "book")
+    assert link.alignment["pages"].column == "page count"
+    # 'writer' is a header of the schema's author: another column than pages, no rename of it
+    assert link.names_other_column("pages", "writer")
+    assert link.names_other_column("pages", "Written_By")  # by name key
+    assert not link.names_other_column("pages", "number of pages")  # its own header
+    assert not link.names_other_column("pages", "leaf count")  # a name the schema lacks
+    assert not link.names_other_column("shelf", "writer")  # shelf aligns with nothing
+    assert not TableLink().names_other_column("pages", "writer")  # no link
+    # a header of a schema column some table column aligns with names that column: no new one
+    assert link.names_aligned_column("writer") and link.names_aligned_column("number of pages")
+    assert not link.names_aligned_column("translated by")  # a free column of the schema
+    assert not link.names_aligned_column("writer", besides="author")
+    assert not TableLink().names_aligned_column("writer")
+
+
+def test_a_thesaurus_header_of_another_sense_proposes_nothing(linker: EntitySchemaLinker) -> None:
+    from cta.annotations import ThesaurusEntry
+    from retriever.thesaurus import ThesaurusSource, other_sense
+
+    table = Table.parse(
+        {
+            "name": "books",
+            "columns": [
+                {"name": "title", "type": "text"},
+                {"name": "author", "type": "text"},
+                {"name": "publisher", "type": "text"},
+            ],
+        }
+    )
+    # A blog's publisher is whoever posts: ≡ its author, which this table holds apart.
+    blog = ThesaurusEntry(
+        name="publisher",
+        sense="person who posts an article",
+        equivalent=("poster", "author"),
+        associated=("blog",),
+    )
+    # A writer of books: the schema's author header among its equivalents, its own sense.
+    books = ThesaurusEntry(name="author", equivalent=("writer", "novelist"), associated=("genre",))
+    link = linker.link(table, "book")
+    assert link.alignment["publisher"].via == "header"
+    publisher = ColumnContext.of(table, table.columns[2], "book", link)
+    author = ColumnContext.of(table, table.columns[1], "book", link)
+    assert other_sense(blog, publisher) and not other_sense(books, author)
+    source = ThesaurusSource([blog, books])
+    assert source.propose(publisher) == SourceProposal()  # neither renames nor new columns
+    assert [c.name for c in source.propose(author).equivalent] == ["writer", "novelist"]
+    # unlinked, the header's names are proposed as before
+    unlinked = ColumnContext.of(table, table.columns[2], "book")
+    assert not other_sense(blog, unlinked)
+    assert [c.name for c in source.propose(unlinked).associated] == ["blog"]
+
+
 # -- the pipeline -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def linked_pipeline(tiny_settings: Settings, schema_file: Path) -> Pipeline:
@@ -492,3 +552,52 @@ def test_the_knob_adds_schema_pairs_to_the_training_rows_and_hashes_the_file(
     assert not {e.relation for e in without.training} & {"schema-equivalent", "schema-associated"}
     hashes = source_hashes(base.model_copy(update={"judge_train_entity_schemas": str(schema_file)}))
     assert f"entity-schemas:{schema_file}" in hashes
+
+
+class _FixedSource:
+    """A candidate source of fixed names per column (the filters' input, not under test)."""
+
+    name = "fixed"
+
+    def __init__(self, equivalent: dict[str, list[str]], associated: dict[str, list[str]]):
+        self.equivalent, self.associated = equivalent, associated
+
+    def propose(self, context: ColumnContext) -> SourceProposal:
+        def made(names: list[str]) -> list[Candidate]:
+            return [Candidate(name=n, score=1.0, source="fixed") for n in names]
+
+        return SourceProposal(
+            equivalent=made(self.equivalent.get(context.name, [])),
+            associated=made(self.associated.get(context.name, [])),
+        )
+
+
+def test_the_link_keeps_other_columns_names_from_the_judge(linked_pipeline: Pipeline) -> None:
+    """With every name accepted by the judge, a linked table keeps from its renames the headers
+    the schema holds for another column, and from its new columns the headers of a column it
+    has; unlinked, the same names pass. A key of a column of names is no rename either way."""
+    fixed = _FixedSource(
+        equivalent={"pages": ["writer", "leaf count"], "author": ["author id", "pen name"]},
+        associated={"pages": ["writer", "binding"]},
+    )
+    names: dict[bool, dict[str, tuple[set[str], set[str]]]] = {}
+    for linked in (True, False):
+        pipeline = Pipeline(
+            settings=linked_pipeline.settings,
+            retriever=None,
+            reranker=linked_pipeline.reranker,
+            dictionary=None,
+            judge_model=linked_pipeline.judge_model,
+            sources=[fixed],
+            linker=linked_pipeline.linker if linked else None,
+        )
+        result = pipeline.perturb(BOOKS, PerturbOptions(rpl_threshold=0.0, add_threshold=1.0))
+        assert (result.linked_entity is not None) is linked
+        names[linked] = {
+            c.column: ({d.name for d in c.replace}, {d.name for d in c.add})
+            for c in result.columns
+        }
+    linked, unlinked = names[True], names[False]
+    assert linked["pages"] == ({"leaf count"}, {"binding"})
+    assert unlinked["pages"] == ({"writer", "leaf count"}, {"writer", "binding"})
+    assert linked["author"][0] == unlinked["author"][0] == {"pen name"}

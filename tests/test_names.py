@@ -11,6 +11,7 @@ from cta.names import (
     is_natural_name,
     name_problem,
     name_type,
+    names_key_of,
     restyle,
     table_style,
 )
@@ -167,3 +168,22 @@ def test_the_type_a_name_implies(name: str, kind: ColumnType | None) -> None:
 )
 def test_clean_header(header: str, cleaned: str) -> None:
     assert clean_header(header) == cleaned
+
+
+@pytest.mark.parametrize(
+    ("candidate", "column", "key_of"),
+    [
+        ("department id", "department", True),
+        ("Department_ID", "department", True),  # any spelling
+        ("employee address id", "address", True),  # other words may come first
+        ("city code", "city", True),
+        ("department", "department id", False),  # the other way round: a name, not a key
+        ("department code", "department id", False),  # the column is a key already
+        ("department name", "department", False),  # no key head
+        ("id", "department", False),  # a bare head is no key of the column
+        ("manager id", "department", False),  # the key of another thing
+        ("address id", "email address", False),  # not the column's whole name
+    ],
+)
+def test_a_key_of_what_a_column_names(candidate: str, column: str, key_of: bool) -> None:
+    assert names_key_of(candidate, column) is key_of

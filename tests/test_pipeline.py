@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import columns
 
-from cta.pipeline import Pipeline
+from cta.pipeline import Pipeline, fits_link, renames
 from cta.results import Candidate, JudgeColumn, JudgePair, PerturbOptions
 from cta.settings import Settings
 from cta.table import Table
@@ -236,14 +236,13 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
     entity = report.primary_entity or ""
     own = {name_key(n) for n in table.column_names}
 
-    def another_kind_of_row(cand: Candidate, new_column: bool = False) -> bool:
-        return _another_kind_of_row(pipeline, table, entity, cand, new_column)
-
     out = {}
     for col, pool in zip(table.columns, report.columns, strict=True):
         rpl, add = set(), set()
         for cand in _first_of_each_name([*pool.equivalent, *pool.retrieved, *pool.dictionary]):
-            if name_key(cand.name) in own or another_kind_of_row(cand):
+            if name_key(cand.name) in own or not _fits(
+                pipeline, table, entity, cand, rename_of=col.name
+            ):
                 continue
             e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
             if rule.is_rpl(e1, e2):
@@ -251,7 +250,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
         for cand in _first_of_each_name([*pool.associated, *pool.retrieved]):
             if (
                 name_key(cand.name) in own
-                or another_kind_of_row(cand, new_column=True)
+                or not _fits(pipeline, table, entity, cand)
                 or not is_new_column(cand.name, table.column_names, entity, pipeline.same_meaning)
             ):
                 continue
@@ -325,17 +324,17 @@ def test_add_check_in_waves_reaches_the_same_decisions_with_fewer_pairs(
             assert counts[True] < counts[False], counts
 
 
-def _another_kind_of_row(
-    pipeline: Pipeline, table: Table, entity: str, cand: Candidate, new_column: bool = False
+def _fits(
+    pipeline: Pipeline, table: Table, entity: str, cand: Candidate, rename_of: str | None = None
 ) -> bool:
-    """A name of another row entity than the table's linked one, or as a new column one only
-    other domains' tables have (the schema's own names never are): the pipeline drops it."""
-    if pipeline.linker is None or cand.source == "entity-schema":
-        return False
+    """Whether the pipeline's filters let ``cand`` through to the judge: as a rename of the
+    column ``rename_of`` (:func:`cta.pipeline.renames`), else as a new column
+    (:func:`cta.pipeline.fits_link`)."""
     link = pipeline.link(table, entity)
-    return pipeline.linker.contradicts(link, cand.name) or (
-        new_column and pipeline.linker.belongs_elsewhere(link, cand.name)
-    )
+    linker = pipeline.linker if link.schema_ is not None else None
+    if rename_of is not None:
+        return renames(link, linker, table.column(rename_of), cand)
+    return fits_link(link, linker, cand, new_column=True)
 
 
 def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
@@ -352,13 +351,13 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
         names = {
             name_key(c.name)
             for c in [*pool.equivalent, *pool.retrieved, *pool.dictionary]
-            if not _another_kind_of_row(tiny_pipeline, table, entity, c)
+            if _fits(tiny_pipeline, table, entity, c, rename_of=pool.column)
         }
         assert {name_key(d.name) for d in all_in.replace} == names
         new = {
             name_key(c.name)
             for c in [*pool.associated, *pool.retrieved]
-            if not _another_kind_of_row(tiny_pipeline, table, entity, c, new_column=True)
+            if _fits(tiny_pipeline, table, entity, c)
             and is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
             and _supported(c, tiny_pipeline.settings)
         }

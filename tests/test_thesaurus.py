@@ -67,6 +67,14 @@ def test_name_variants_start_with_the_name_key() -> None:
     assert len(variants) == len(set(variants))
 
 
+def test_an_optional_plural_ending_is_the_word() -> None:
+    variants = list(name_variants("Driver(s)"))
+    assert variants[:3] == ["driver(s)", "driver", "drivers"]
+    assert list(name_variants("Matches(es)"))[1:3] == ["matches", "match"]
+    # no plural of a word that is no word (``no.s``)
+    assert list(name_variants("No.")) == ["no."]
+
+
 def test_equivalents_are_rpl_and_associated_are_add_candidates(source: ThesaurusSource) -> None:
     proposal = source.propose(context("price", ColumnType.NUMBER))
     assert [c.name for c in proposal.equivalent] == list(ENTRIES[0].equivalent)
