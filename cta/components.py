@@ -91,14 +91,14 @@ class TableLink(BaseModel):
         owners = self.schema_.columns_named(name)
         return bool(owners) and aligned.column not in owners
 
-    def names_aligned_column(self, name: str, besides: str | None = None) -> bool:
-        """Whether ``name`` is a header of a schema column that some table column (other than
-        ``besides``) aligns with: that column under another name, so no new column (``date of
-        birth`` beside a ``birth date``) and no rename of another column."""
+    def names_aligned_column(self, name: str) -> bool:
+        """Whether ``name`` is a header of a schema column that some table column aligns with:
+        that column under another name, so no new column (``date of birth`` beside a ``birth
+        date``)."""
         if self.schema_ is None:
             return False
         owners = self.schema_.columns_named(name)
-        return any(a.column in owners for column, a in self.alignment.items() if column != besides)
+        return any(a.column in owners for a in self.alignment.values())
 
 
 @runtime_checkable

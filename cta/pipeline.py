@@ -448,9 +448,6 @@ class Pipeline:
         part_of = self.part_of
         linker = self.linker if link.schema_ is not None else None
 
-        def fits(cand: Candidate, new_column: bool = False) -> bool:
-            return fits_link(link, linker, cand, new_column)
-
         for col in report.columns:
             # A rename needs no domain support: the judge's entailment decides it.
             rpl = first_of_each_name(col.equivalent, col.retrieved, col.dictionary)
@@ -462,7 +459,7 @@ class Pipeline:
                 col,
                 table,
                 entity,
-                fits=lambda c: fits(c, new_column=True),
+                fits=lambda c: fits_link(link, linker, c, new_column=True),
                 same_meaning=same_meaning,
                 min_shared_columns=self.settings.add_min_shared_columns,
                 part_of=part_of,

@@ -376,7 +376,6 @@ def test_the_link_tells_a_header_of_another_column(linker: EntitySchemaLinker) -
     # a header of a schema column some table column aligns with names that column: no new one
     assert link.names_aligned_column("writer") and link.names_aligned_column("number of pages")
     assert not link.names_aligned_column("translated by")  # a free column of the schema
-    assert not link.names_aligned_column("writer", besides="author")
     assert not TableLink().names_aligned_column("writer")
 
 
