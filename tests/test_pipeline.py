@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import columns
 
+from cta.components import TableLink
 from cta.pipeline import Pipeline, fits_link, renames
 from cta.results import Candidate, JudgeColumn, JudgePair, PerturbOptions
 from cta.settings import Settings
@@ -234,6 +235,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
     rule = DecisionRule.from_settings(settings)
     report = pipeline.candidates(table, seed=seed)
     entity = report.primary_entity or ""
+    link = pipeline.link(table, entity)
     own = {name_key(n) for n in table.column_names}
 
     out = {}
@@ -241,7 +243,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
         rpl, add = set(), set()
         for cand in _first_of_each_name([*pool.equivalent, *pool.retrieved, *pool.dictionary]):
             if name_key(cand.name) in own or not _fits(
-                pipeline, table, entity, cand, rename_of=col.name
+                pipeline, table, link, cand, rename_of=col.name
             ):
                 continue
             e1, e2 = _scores(pipeline, entity, col.name, col.type, cand.name, cand.type)
@@ -250,7 +252,7 @@ def _expected(pipeline: Pipeline, table: Table, seed: int) -> dict[str, tuple[se
         for cand in _first_of_each_name([*pool.associated, *pool.retrieved]):
             if (
                 name_key(cand.name) in own
-                or not _fits(pipeline, table, entity, cand)
+                or not _fits(pipeline, table, link, cand)
                 or not is_new_column(cand.name, table.column_names, entity, pipeline.same_meaning)
             ):
                 continue
@@ -325,12 +327,12 @@ def test_add_check_in_waves_reaches_the_same_decisions_with_fewer_pairs(
 
 
 def _fits(
-    pipeline: Pipeline, table: Table, entity: str, cand: Candidate, rename_of: str | None = None
+    pipeline: Pipeline, table: Table, link: TableLink, cand: Candidate, rename_of: str | None = None
 ) -> bool:
     """Whether the pipeline's filters let ``cand`` through to the judge: as a rename of the
     column ``rename_of`` (:func:`cta.pipeline.renames`), else as a new column
-    (:func:`cta.pipeline.fits_link`)."""
-    link = pipeline.link(table, entity)
+    (:func:`cta.pipeline.fits_link`); ``link`` is the table's (linked once, as the pipeline
+    does)."""
     linker = pipeline.linker if link.schema_ is not None else None
     if rename_of is not None:
         return renames(link, linker, table.column(rename_of), cand)
@@ -348,16 +350,17 @@ def test_threshold_overrides_change_decisions(tiny_pipeline: Pipeline) -> None:
         report.columns, everything.columns, nothing.columns, strict=True
     ):
         entity = report.primary_entity or ""
+        link = tiny_pipeline.link(table, entity)
         names = {
             name_key(c.name)
             for c in [*pool.equivalent, *pool.retrieved, *pool.dictionary]
-            if _fits(tiny_pipeline, table, entity, c, rename_of=pool.column)
+            if _fits(tiny_pipeline, table, link, c, rename_of=pool.column)
         }
         assert {name_key(d.name) for d in all_in.replace} == names
         new = {
             name_key(c.name)
             for c in [*pool.associated, *pool.retrieved]
-            if _fits(tiny_pipeline, table, entity, c)
+            if _fits(tiny_pipeline, table, link, c)
             and is_new_column(c.name, table.column_names, "book", tiny_pipeline.same_meaning)
             and _supported(c, tiny_pipeline.settings)
         }
