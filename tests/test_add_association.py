@@ -153,6 +153,7 @@ def test_identifiers_of_another_domain_are_not_added() -> None:
     employees = ["employee name", "job title", "department", "salary"]
     assert add_name_problem("team id", True, employees, "employee") == "foreign_id"
     assert add_name_problem("player id", False, employees, "employee") == "foreign_id"
+    assert add_name_problem("club identifier", True, employees, "employee") == "foreign_id"
     assert add_name_problem("department id", True, employees, "employee") is None
     assert add_name_problem("employee id", True, employees, "employee") is None
 

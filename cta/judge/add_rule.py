@@ -32,7 +32,7 @@ from typing import Literal, NamedTuple, Protocol
 from cta.components import Reranker
 from cta.judge.decide import DecisionRule, association
 from cta.judge.protocol import PairKey
-from cta.names import EVENT_TIME_HEADS, MAX_ADD_WORDS, head_index
+from cta.names import EVENT_TIME_HEADS, KEY_HEADS, MAX_ADD_WORDS, head_index
 from cta.pool import first_of_each_name
 from cta.results import Candidate, ColumnCandidates, Decision
 from cta.table import Column, ColumnType, Table
@@ -177,8 +177,6 @@ def is_new_column(
 
 
 AddNameProblem = Literal["fragment", "foreign_id"]
-# Heads of identifier columns: a key into some table.
-_IDENTIFIER_HEADS = frozenset({"id", "code", "key"})
 
 
 def add_name_problem(
@@ -197,7 +195,7 @@ def add_name_problem(
     words = _words(candidate)
     if retrieved and len(words) > MAX_ADD_WORDS:
         return "fragment"
-    if len(words) >= 2 and words[-1] in _IDENTIFIER_HEADS:
+    if len(words) >= 2 and words[-1] in KEY_HEADS:
         mentioned = {w for name in [*columns, entity or ""] for w in _words(name)}
         if not set(words[:-1]) & mentioned:
             return "foreign_id"
